@@ -1,0 +1,28 @@
+"""The ``prepare`` stage: task files for every environment and split, from one seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edge.config import DataConfig
+from edge.envs.base import SPLITS, read_tasks, write_tasks
+from edge.envs.registry import generate_tasks
+
+
+def task_path(out_dir: Path, env: str, split: str) -> Path:
+    return Path(out_dir) / env / f"{split}.jsonl"
+
+
+def prepare_tasks(cfg: DataConfig, seed: int) -> dict[str, dict[str, int]]:
+    """Write ``<out_dir>/<env>/<split>.jsonl`` for every configured environment; return the counts."""
+    counts: dict[str, dict[str, int]] = {}
+    for env in cfg.envs:
+        counts[env] = {}
+        for split in SPLITS:
+            tasks = generate_tasks(env, split, cfg.count(split), seed)
+            counts[env][split] = write_tasks(tasks, task_path(cfg.out_dir, env, split))
+    return counts
+
+
+def load_split(out_dir: Path, env: str, split: str):
+    return read_tasks(task_path(out_dir, env, split))

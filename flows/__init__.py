@@ -1,0 +1,1 @@
+"""Prefect flows: wiring only; the logic lives in ``edge``."""
