@@ -88,6 +88,116 @@ def env_demo(
     console.print(table)
 
 
+def _params(path: Path, overrides: list[str] | None = None):
+    """Load params.yaml, apply ``section.key=value`` overrides, validate; exit with the error if bad."""
+    from edge.config import ConfigError, load_params, with_overrides
+
+    try:
+        return with_overrides(load_params(path), overrides or [])
+    except ConfigError as err:
+        _fail(str(err))
+
+
+@app.command("warmup")
+def warmup_cmd(
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    out: Path = typer.Option(None, help="Checkpoint folder (default: warmup.out_dir)."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set warmup.epochs=4."),
+) -> None:
+    """Behaviour-clone the tiny model on scripted demonstrations and save the base checkpoint."""
+    from edge.warmup import run_warmup
+
+    cfg = _params(params, set_)
+    report = run_warmup(cfg, out)
+    console.print(f"base checkpoint: {out or cfg.warmup.out_dir}  ({report['demonstration_states']} states, "
+                  f"{report['seconds']:.0f} s)")
+    if "plain_success" in report:
+        console.print(f"test_seen success: plain {report['plain_success']:.1%}, with true advice "
+                      f"{report['advised_success']:.1%} (gap {report['advice_gap']:+.1%})")
+
+
+@app.command("train")
+def train_cmd(
+    method: str = typer.Option(None, help="grpo | edge | edge-no-distill | edge-static-bank | edge-no-prune"),
+    env: str = typer.Option(None, help="Environment (default: train.env)."),
+    rounds: int = typer.Option(None, min=1, help="Rounds (default: train.rounds)."),
+    seed: int = typer.Option(None, help="Seed (default: seed)."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set grpo.lr=5e-4."),
+) -> None:
+    """Train for R rounds (resuming a run folder that already has some), printing each round."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edge.train import train
+
+    overrides = list(set_ or [])
+    for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed)):
+        if value is not None:
+            overrides.append(f"{key}={value}")
+    cfg = _params(params, overrides)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task(f"{cfg.train.env}/{cfg.train.method} rounds", total=cfg.train.rounds)
+
+        def report(k: int, s: dict) -> None:
+            evals = "  ".join(f"{k_[5:]}={v:.1%}" for k_, v in s.items() if k_.startswith("eval_"))
+            progress.console.print(
+                f"round {k}: train plain {s['train_success_plain']:.1%}  pg {s.get('pg_loss', 0):+.4f}  "
+                f"kl {s.get('kl', 0):.4f}  clip {s.get('clip_frac', 0):.2f}  samples {s['samples']}  "
+                f"{evals}  ({s['collect_seconds'] or 0:.0f}+{s['update_seconds']:.0f} s)")
+            progress.advance(bar)
+
+        try:
+            run = train(cfg, on_round=report)
+        except (ValueError, FileNotFoundError, NotImplementedError) as err:
+            _fail(str(err))
+    console.print(f"run folder: {run.folder}")
+
+
+@app.command("eval")
+def eval_cmd(
+    checkpoint: Path = typer.Option(..., help="Checkpoint folder (save_pretrained output)."),
+    env: str = typer.Option("household", help="Environment."),
+    split: str = typer.Option("test_seen", help=f"One of {', '.join(SPLITS)}."),
+    episodes: int = typer.Option(200, min=1, help="Episodes (the first N tasks of the split)."),
+    seed: int = typer.Option(0, help="Seed for tasks and sampling."),
+    advice: bool = typer.Option(False, help="Also evaluate with true advice (oracle) in every prompt."),
+    greedy: bool = typer.Option(False, help="Most likely action instead of sampling."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file (policy section)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Evaluate a checkpoint on held-out tasks."""
+    from edge.envs.registry import check_split, generate_tasks
+    from edge.evaluate import evaluate, retention
+    from edge.policy.actor import Actor
+    from edge.policy.model import load_policy
+    from edge.warmup import true_advice_experience
+
+    cfg = _params(params)
+    try:
+        check_split(split)
+        tasks = generate_tasks(env, split, episodes, seed)
+        actor = Actor(load_policy(cfg.policy, checkpoint=checkpoint))
+    except (ValueError, FileNotFoundError) as err:
+        _fail(str(err))
+    report = {"env": env, "split": split, "episodes": episodes, "checkpoint": str(checkpoint),
+              "plain": evaluate(actor, tasks, seed, greedy=greedy).to_dict()}
+    if advice:
+        report["advised"] = evaluate(actor, tasks, seed, experience_for=true_advice_experience, greedy=greedy).to_dict()
+        report["retention"] = retention(report["plain"]["success"], report["advised"]["success"])
+    if as_json:
+        print(json.dumps(report, indent=2))
+        return
+    table = Table(title=f"{env} / {split}: {episodes} episodes, {checkpoint}")
+    for column in ("setting", "success", "score", "mean steps"):
+        table.add_column(column)
+    for setting in ("plain", "advised"):
+        if setting in report:
+            r = report[setting]
+            table.add_row(setting, f"{r['success']:.1%}", f"{r['score']:.3f}", f"{r['mean_steps']:.1f}")
+    console.print(table)
+
+
 @data_app.command("prepare")
 def data_prepare(params: Path = typer.Option(Path("params.yaml"), help="Project parameters file.")) -> None:
     """Write the task files of every environment and split (DVC stage `prepare`)."""

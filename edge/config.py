@@ -99,6 +99,85 @@ class PolicyConfig(_Section):
     """Packed rows per forward pass (rollouts, evaluation and updates)."""
 
 
+class WarmupConfig(_Section):
+    """Behaviour cloning of the tiny model on scripted demonstrations (`edge warmup`)."""
+
+    env: str = "household"
+    """Environment whose train split supplies the demonstrations."""
+    explore_episodes: int = Field(300, ge=0)
+    """Plain demonstrations by the explorer (knows the rules, not where things lie)."""
+    noisy_expert_episodes: int = Field(60, ge=0)
+    """Plain demonstrations by the expert with random detours."""
+    advised_episodes: int = Field(300, ge=0)
+    """Demonstrations with true advice in the prompt, by a demonstrator that follows it."""
+    detour_prob: float = Field(0.3, ge=0, le=1)
+    """Noisy expert: chance of a random detour before each planned step."""
+    objective: Literal["sft", "candidates"] = "sft"
+    """``sft``: negative log-likelihood of the action's tokens; ``candidates``: -log pi(a|s) over
+    the admissible set (the exact policy, but every candidate is packed into each row)."""
+    epochs: int = Field(6, ge=1)
+    lr: float = Field(3e-3, gt=0)
+    batch_size: int = Field(64, ge=1)
+    """States per optimizer step."""
+    eval_episodes: int = Field(200, ge=0)
+    """test_seen episodes for the plain and the advised success check after training."""
+    out_dir: Path = Path("checkpoints/base")
+
+
+class RolloutConfig(_Section):
+    """How many rollouts a round collects."""
+
+    tasks_per_round: int = Field(8, ge=1)
+    """N: distinct training tasks per round."""
+    group_size: int = Field(8, ge=2)
+    """G: trajectories per task from one initial state."""
+    max_steps: int | None = Field(None, ge=1)
+    """Episode step limit; None keeps the environment's own (50 household, 15 shop)."""
+
+
+class GRPOConfig(_Section):
+    """The policy update (formulas in docs/EDGE-SPEC.md)."""
+
+    lr: float = Field(1e-3, gt=0)
+    epochs: int = Field(2, ge=1)
+    minibatch_size: int = Field(256, ge=1)
+    """Steps per optimizer step."""
+    clip_low: float = Field(0.2, ge=0)
+    clip_high: float = Field(0.28, ge=0)
+    beta: float = Field(0.0, ge=0)
+    """Weight of the k3 KL to the frozen reference (the warm-started base)."""
+    std_normalize: bool = True
+    """Divide advantages by the group's std (GRPO); False is Dr.GRPO."""
+    loss_agg: Literal["token-mean", "step-mean", "episode-mean"] = "episode-mean"
+    max_grad_norm: float = Field(1.0, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+
+
+class EvalConfig(_Section):
+    """Held-out evaluation."""
+
+    episodes: int = Field(100, ge=1)
+    """Episodes per split and setting at each evaluated round."""
+    splits: list[Literal["test_seen", "test_unseen"]] = Field(default_factory=lambda: ["test_seen"])
+    every: int = Field(1, ge=1)
+    """Evaluate every this many rounds (and always after the last)."""
+    greedy: bool = False
+    """Take the most likely action instead of sampling at the policy temperature."""
+
+
+class TrainConfig(_Section):
+    """The training run (`edge train`)."""
+
+    env: str = "household"
+    method: Literal["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune"] = "grpo"
+    rounds: int = Field(10, ge=1)
+    base_checkpoint: Path | None = Path("checkpoints/base")
+    """Warm-started model to start from; None starts from policy.model as loaded."""
+    runs_dir: Path = Path("runs")
+    run_name: str | None = None
+    """Folder name under runs_dir; default ``<env>-<method>-s<seed>``."""
+
+
 class EdgeParams(_Section):
     """Everything in ``params.yaml``."""
 
@@ -106,6 +185,11 @@ class EdgeParams(_Section):
     """One seed fixes task generation, sampling and model initialisation."""
     data: DataConfig = Field(default_factory=DataConfig)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    warmup: WarmupConfig = Field(default_factory=WarmupConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
 
 
 def _describe(err: ValidationError, source: str) -> str:
@@ -134,3 +218,20 @@ def load_params(path: Path | str = "params.yaml") -> EdgeParams:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(raw).__name__}")
     return parse_params(raw, source=str(path))
+
+
+def with_overrides(params: EdgeParams, overrides: list[str]) -> EdgeParams:
+    """Apply ``section.key=value`` overrides (values parsed as YAML) and re-validate everything."""
+    raw = params.model_dump(mode="json")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r}: expected section.key=value")
+        node = raw
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                raise ConfigError(f"override {item!r}: {part!r} is not a section of params")
+            node = node[part]
+        node[parts[-1]] = yaml.safe_load(value)
+    return parse_params(raw, source="params with overrides " + " ".join(overrides))

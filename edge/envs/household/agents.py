@@ -87,10 +87,16 @@ class ExploreAgent:
         return f"go to {receptacle}"
 
     def _explore(self) -> str:
+        while self.unvisited and self.unvisited[-1] == self.here:
+            self.unvisited.pop()
         if not self.unvisited:
-            self.unvisited = [r for r in self.receptacles if r != self.here]
-            self.rng.shuffle(self.unvisited)
+            self.unvisited = self._search_order([r for r in self.receptacles if r != self.here])
         return self._go(self.unvisited.pop())
+
+    def _search_order(self, receptacles: list[str]) -> list[str]:
+        """A stack of receptacles to visit (last first): random, since it knows no regularities."""
+        self.rng.shuffle(receptacles)
+        return receptacles
 
     def _first(self, kind: str) -> str:
         return next(r for r in self.receptacles if kind_of(r) == kind)

@@ -1,0 +1,1 @@
+"""Learning rules: GRPO (the baseline), marginal contribution and distillation (EDGE)."""

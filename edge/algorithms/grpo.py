@@ -1,0 +1,195 @@
+"""GRPO for multi-turn agents, written to match ``docs/EDGE-SPEC.md`` formula by formula.
+
+- Group-normalised advantage: ``A_i = (R_i - mean_G R) / (std_G R + eps)``; with
+  ``std_normalize: false`` no division (Dr.GRPO).
+- PPO-clip with separate low/high clip (DAPO's clip-higher):
+  ``-min(r*A, clip(r, 1-eps_low, 1+eps_high)*A)``, ``r = exp(logp - logp_old)`` on action units.
+- k3 KL to a frozen reference: ``exp(q-p) - (q-p) - 1`` with ``p = logp``, ``q = logp_ref``.
+
+A *unit* is what a log-probability is attached to: one action in score mode (the policy is a
+distribution over admissible actions), one token in generate mode. Every step of a trajectory is a
+sample whose advantage is its episode's. How units are averaged is ``loss_agg``: ``token-mean``
+(every unit equal), ``step-mean`` (every step equal), ``episode-mean`` (every episode equal,
+whatever its length: long failing episodes do not drown short successes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import torch
+
+from edge.policy.actor import Actor
+from edge.rollout import Trajectory
+
+LossAggregation = Literal["token-mean", "step-mean", "episode-mean"]
+
+
+# ----- the formulas ---------------------------------------------------------------------------
+def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Advantages of one group's rewards (population std, as GRPO implementations use)."""
+    centred = rewards - rewards.mean()
+    if std_normalize:
+        return centred / (rewards.std(unbiased=False) + eps)
+    return centred
+
+
+def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.Tensor,
+                  clip_low: float, clip_high: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-unit PPO-clip loss and whether each unit was clipped."""
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * advantage
+    clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * advantage
+    return -torch.minimum(unclipped, clipped), (clipped < unclipped)
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 estimator of KL(pi || ref) per unit: unbiased, always >= 0."""
+    log_ratio = ref_logp - logp
+    return torch.exp(log_ratio) - log_ratio - 1
+
+
+def unit_weights(n_units: int, episode_length: int, mode: LossAggregation) -> float:
+    """Weight of each unit of a sample before normalising over the batch."""
+    if mode == "token-mean":
+        return 1.0
+    if mode == "step-mean":
+        return 1.0 / n_units
+    return 1.0 / (n_units * episode_length)
+
+
+# ----- samples ---------------------------------------------------------------------------------
+@dataclass
+class Sample:
+    """One step, ready for the update."""
+
+    prompt_ids: list[int]
+    candidate_ids: list[list[int]] | None
+    chosen: int
+    response_ids: list[int] | None
+    old_logp: list[float]
+    advantage: float
+    episode_length: int
+    ref_logp: list[float] | None = None
+    extras: dict = field(default_factory=dict)
+    """Room for other objectives' per-sample data (EDGE's distillation)."""
+
+    @property
+    def n_units(self) -> int:
+        return len(self.old_logp)
+
+
+def grpo_samples(trajectories: list[Trajectory], std_normalize: bool = True, eps: float = 1e-6,
+                 drop_zero_advantage: bool = True) -> tuple[list[Sample], dict[str, float]]:
+    """Group advantages over each group (conditioned members included, in their own context), then
+    one sample per step. Steps of groups whose rewards are all equal carry no gradient signal and are
+    dropped unless asked otherwise."""
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        groups.setdefault(t.group_id, []).append(t)
+    samples, informative = [], 0
+    for group in groups.values():
+        rewards = torch.tensor([t.reward for t in group], dtype=torch.float64)
+        advantages = group_advantages(rewards, std_normalize, eps)
+        informative += bool(rewards.max() > rewards.min())
+        for traj, adv in zip(group, advantages.tolist()):
+            if drop_zero_advantage and abs(adv) < 1e-12:
+                continue
+            for step in traj.steps:
+                d = step.decision
+                if d.candidate_ids is None and not d.response_ids:
+                    continue
+                samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), adv,
+                                      len(traj.steps)))
+    stats = {"groups": len(groups), "informative_group_share": informative / max(len(groups), 1)}
+    return samples, stats
+
+
+# ----- the update ------------------------------------------------------------------------------
+def sample_logprobs(actor: Actor, samples: list[Sample]) -> list[torch.Tensor]:
+    """Current per-unit log-probabilities of each sample's action (with grad if enabled)."""
+    if actor.cfg.mode == "score":
+        logps = actor.action_logprobs([s.prompt_ids for s in samples], [s.candidate_ids for s in samples])
+        return [lp[s.chosen:s.chosen + 1] for lp, s in zip(logps, samples)]
+    return actor.token_logprobs([s.prompt_ids for s in samples], [s.response_ids for s in samples])
+
+
+@dataclass
+class UpdateConfig:
+    lr: float
+    epochs: int
+    minibatch_size: int
+    clip_low: float
+    clip_high: float
+    beta: float
+    loss_agg: LossAggregation
+    max_grad_norm: float
+
+
+def fill_reference_logprobs(actor: Actor, samples: list[Sample]) -> None:
+    with actor.policy.reference() as ref_model, torch.inference_mode():
+        live = actor.backbone, actor.lm_head
+        actor.backbone, actor.lm_head = ref_model.get_decoder(), ref_model.get_output_embeddings()
+        try:
+            for start in range(0, len(samples), actor.cfg.micro_batch_size):
+                chunk = samples[start:start + actor.cfg.micro_batch_size]
+                for s, lp in zip(chunk, sample_logprobs(actor, chunk)):
+                    s.ref_logp = lp.tolist()
+        finally:
+            actor.backbone, actor.lm_head = live
+
+
+def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
+                  generator: torch.Generator, extra_loss=None) -> dict[str, float]:
+    """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics.
+
+    ``extra_loss(actor, micro_samples, logps) -> (loss_sum_tensor, metrics)`` lets another objective
+    (EDGE's distillation) add its term to the same backward pass.
+    """
+    model = actor.policy.model
+    model.train()
+    if cfg.beta > 0 and samples and samples[0].ref_logp is None:
+        fill_reference_logprobs(actor, samples)
+    totals: dict[str, float] = {}
+    counts = 0
+    micro = actor.cfg.micro_batch_size
+    for _ in range(cfg.epochs):
+        order = torch.randperm(len(samples), generator=generator).tolist()
+        for start in range(0, len(order), cfg.minibatch_size):
+            batch = [samples[i] for i in order[start:start + cfg.minibatch_size]]
+            weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units for s in batch)
+            optimizer.zero_grad(set_to_none=True)
+            stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
+            for m in range(0, len(batch), micro):
+                chunk = batch[m:m + micro]
+                logps = sample_logprobs(actor, chunk)
+                loss = torch.zeros((), device=actor.policy.device)
+                for s, lp in zip(chunk, logps):
+                    w = unit_weights(s.n_units, s.episode_length, cfg.loss_agg) / weight_sum
+                    old = torch.tensor(s.old_logp, device=lp.device)
+                    pg, clipped = ppo_clip_loss(lp, old, torch.tensor(s.advantage, device=lp.device),
+                                                cfg.clip_low, cfg.clip_high)
+                    loss = loss + w * pg.sum()
+                    stats["pg_loss"] += w * float(pg.detach().sum())
+                    stats["clip_frac"] += w * float(clipped.float().sum())
+                    stats["approx_kl"] += w * float((old - lp.detach()).sum())
+                    if cfg.beta > 0:
+                        kl = k3_kl(lp, torch.tensor(s.ref_logp, device=lp.device))
+                        loss = loss + cfg.beta * w * kl.sum()
+                        stats["kl"] += w * float(kl.detach().sum())
+                if extra_loss is not None:
+                    extra, extra_stats = extra_loss(actor, chunk, logps)
+                    loss = loss + extra
+                    for k, v in extra_stats.items():
+                        stats[k] = stats.get(k, 0.0) + v
+                loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(
+                [p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
+            optimizer.step()
+            stats["grad_norm"] = float(grad_norm)
+            for k, v in stats.items():
+                totals[k] = totals.get(k, 0.0) + v
+            counts += 1
+    model.eval()
+    return {k: v / max(counts, 1) for k, v in totals.items()}

@@ -1,0 +1,60 @@
+"""Held-out evaluation: success with and without experience, per task type, and retention."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+
+from edge.envs.base import Task
+from edge.policy.actor import Actor
+from edge.rollout import Experience, Trajectory, rollout
+
+
+@dataclass
+class EvalResult:
+    episodes: int
+    success: float
+    score: float
+    mean_steps: float
+    invalid_rate: float
+    success_by_type: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarise(trajectories: list[Trajectory]) -> EvalResult:
+    n = len(trajectories)
+    by_type: dict[str, list[bool]] = defaultdict(list)
+    for t in trajectories:
+        by_type[t.task.task_type].append(t.won)
+    steps = sum(len(t.steps) for t in trajectories)
+    return EvalResult(
+        episodes=n, success=sum(t.won for t in trajectories) / n, score=sum(t.score for t in trajectories) / n,
+        mean_steps=steps / n, invalid_rate=sum(t.invalid_actions for t in trajectories) / max(steps, 1),
+        success_by_type={k: sum(v) / len(v) for k, v in sorted(by_type.items())},
+    )
+
+
+def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
+             experience_for: Callable[[Task], Experience | None] | None = None,
+             greedy: bool = False, chunk: int = 64, progress=None) -> EvalResult:
+    """One episode per task; with ``experience_for`` every episode is conditioned on what it returns."""
+    generator = torch.Generator().manual_seed(seed)
+    trajectories: list[Trajectory] = []
+    for start in range(0, len(tasks), chunk):
+        part = tasks[start:start + chunk]
+        experiences = None
+        if experience_for is not None:
+            experiences = {t.task_id: e for t in part if (e := experience_for(t)) is not None}
+        trajectories += rollout(actor, part, 1, generator, experiences=experiences, conditioned_per_group=1,
+                                greedy=greedy, progress=progress)
+    return summarise(trajectories)
+
+
+def retention(success_without: float, success_with: float) -> float | None:
+    """success without the bank / success with it; None when the scaffolded success is zero."""
+    return success_without / success_with if success_with > 0 else None

@@ -1,0 +1,177 @@
+"""Rollouts: groups of G trajectories from one initial state, stepped together across tasks.
+
+This is where the policy, the environments and retrieved text meet. Every environment of every
+group advances in lockstep, so each step is one batched call into the policy. Part of each group
+can be *conditioned* (its prompts carry an experience block), the rest plain; which entries each
+trajectory saw is recorded, because EDGE's credit and distillation depend on it.
+
+Every step is a training sample of its own (its prompt, the action's tokens, old log-probs), with
+the episode's reward attached, verl-agent style. Rollouts serialise to Parquet (one row per step).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from edge.envs.base import Task
+from edge.envs.group import make_group
+from edge.policy.actor import Actor, Decision
+from edge.policy.prompt import AgentState
+
+
+@dataclass
+class Experience:
+    """The experience block shown to conditioned trajectories of one task, and where it came from."""
+
+    text: str
+    entry_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StepRecord:
+    observation: str
+    """What the agent saw before acting."""
+    admissible: list[str]
+    decision: Decision
+
+
+@dataclass
+class Trajectory:
+    traj_id: str
+    task: Task
+    group_id: str
+    member: int
+    conditioned: bool
+    experience: Experience | None
+    steps: list[StepRecord] = field(default_factory=list)
+    won: bool = False
+    score: float = 0.0
+    reward: float = 0.0
+    """What the update optimises: the score, minus the invalid-action penalty."""
+    invalid_actions: int = 0
+
+    def history_before(self, index: int) -> list[tuple[str, str]]:
+        """(action, observation-after) pairs before step ``index``, oldest first."""
+        return [(self.steps[i].decision.action, self.steps[i + 1].observation) for i in range(index)]
+
+    def state_at(self, index: int, experience: str | None = None) -> AgentState:
+        """The state of step ``index``, optionally re-rendered with another experience block (the
+        distillation teacher sees the plain student's states with experience added)."""
+        step = self.steps[index]
+        return AgentState(self.task.instruction, step.observation, step.admissible,
+                          self.history_before(index), experience)
+
+
+def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.Generator, *,
+            experiences: dict[str, Experience] | None = None, conditioned_per_group: int = 0,
+            greedy: bool = False, max_steps: int | None = None, progress=None) -> list[Trajectory]:
+    """Roll out ``group_size`` trajectories per task; the first ``conditioned_per_group`` members of
+    a task's group see its experience when ``experiences`` has one for it, the rest are plain."""
+    experiences = experiences or {}
+    trajectories: list[Trajectory] = []
+    envs, states = [], []
+    for task in tasks:
+        kwargs = {"max_steps": max_steps} if max_steps else {}
+        group_envs, resets = make_group(task, group_size, **kwargs)
+        exp = experiences.get(task.task_id)
+        for member, (env, first) in enumerate(zip(group_envs, resets)):
+            conditioned = exp is not None and member < conditioned_per_group
+            traj = Trajectory(f"{task.task_id}/m{member}", task, task.task_id, member, conditioned,
+                              exp if conditioned else None)
+            trajectories.append(traj)
+            envs.append(env)
+            states.append(AgentState(task.instruction, first.observation, first.admissible_actions,
+                                     [], exp.text if conditioned else None))
+    active = list(range(len(trajectories)))
+    history_steps = actor.cfg.history_steps
+    while active:
+        decisions = actor.act([states[i] for i in active], generator, greedy=greedy)
+        still = []
+        for i, decision in zip(active, decisions):
+            traj, state = trajectories[i], states[i]
+            traj.steps.append(StepRecord(state.observation, state.admissible, decision))
+            result = envs[i].step(decision.action)
+            traj.invalid_actions += result.info.invalid_action or decision.invalid
+            if result.done:
+                traj.won, traj.score = result.info.won, result.info.score
+                penalty = actor.cfg.invalid_penalty if actor.cfg.mode == "generate" else 0.0
+                traj.reward = traj.score - penalty * traj.invalid_actions
+                if progress is not None:
+                    progress.update(1)
+            else:
+                history = (state.history + [(decision.action, result.observation)])[-max(history_steps, 1):]
+                states[i] = AgentState(state.instruction, result.observation, result.info.admissible_actions,
+                                       history if history_steps else [], state.experience)
+                still.append(i)
+        active = still
+    return trajectories
+
+
+# ----- Parquet ---------------------------------------------------------------------------------
+STEP_SCHEMA = pa.schema([
+    ("traj_id", pa.string()), ("group_id", pa.string()), ("member", pa.int32()), ("step", pa.int32()),
+    ("task_json", pa.string()), ("task_type", pa.string()),
+    ("conditioned", pa.bool_()), ("experience", pa.string()), ("entry_ids", pa.list_(pa.string())),
+    ("observation", pa.string()), ("admissible", pa.list_(pa.string())), ("action", pa.string()),
+    ("prompt_ids", pa.list_(pa.int32())), ("candidate_ids", pa.list_(pa.list_(pa.int32()))),
+    ("chosen", pa.int32()), ("response_ids", pa.list_(pa.int32())), ("logp", pa.list_(pa.float32())),
+    ("invalid", pa.bool_()), ("entropy", pa.float32()),
+    ("won", pa.bool_()), ("score", pa.float32()), ("reward", pa.float32()), ("length", pa.int32()),
+    ("invalid_actions", pa.int32()),
+])
+
+
+def to_table(trajectories: list[Trajectory]) -> pa.Table:
+    rows: dict[str, list] = {name: [] for name in STEP_SCHEMA.names}
+    for t in trajectories:
+        task_json = t.task.to_json()
+        for i, s in enumerate(t.steps):
+            d = s.decision
+            values = dict(
+                traj_id=t.traj_id, group_id=t.group_id, member=t.member, step=i, task_json=task_json,
+                task_type=t.task.task_type, conditioned=t.conditioned,
+                experience=t.experience.text if t.experience else None,
+                entry_ids=t.experience.entry_ids if t.experience else [], observation=s.observation,
+                admissible=s.admissible, action=d.action, prompt_ids=d.prompt_ids, candidate_ids=d.candidate_ids,
+                chosen=d.chosen, response_ids=d.response_ids, logp=d.logp, invalid=d.invalid, entropy=d.entropy,
+                won=t.won, score=t.score, reward=t.reward, length=len(t.steps), invalid_actions=t.invalid_actions,
+            )
+            for name, value in values.items():
+                rows[name].append(value)
+    return pa.Table.from_pydict(rows, schema=STEP_SCHEMA)
+
+
+def from_table(table: pa.Table) -> list[Trajectory]:
+    trajectories: dict[str, Trajectory] = {}
+    for row in table.to_pylist():
+        traj = trajectories.get(row["traj_id"])
+        if traj is None:
+            exp = Experience(row["experience"], row["entry_ids"]) if row["conditioned"] else None
+            task = Task.from_dict(json.loads(row["task_json"]))
+            traj = trajectories[row["traj_id"]] = Trajectory(
+                row["traj_id"], task, row["group_id"], row["member"], row["conditioned"], exp,
+                won=row["won"], score=row["score"], reward=row["reward"], invalid_actions=row["invalid_actions"])
+        decision = Decision(row["action"], row["prompt_ids"], row["candidate_ids"], row["chosen"],
+                            row["response_ids"], row["logp"], row["invalid"], row["entropy"])
+        traj.steps.append(StepRecord(row["observation"], row["admissible"], decision))
+    return list(trajectories.values())
+
+
+def write_rollouts(trajectories: list[Trajectory], path: Path) -> Path:
+    """Write atomically: a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(to_table(trajectories), tmp)
+    tmp.replace(path)
+    return path
+
+
+def read_rollouts(path: Path) -> list[Trajectory]:
+    return from_table(pq.read_table(path))

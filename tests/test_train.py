@@ -1,0 +1,80 @@
+"""Training rounds: stage outputs, resume, and the `edge train` / `edge eval` commands."""
+
+import json
+
+from typer.testing import CliRunner
+
+from edge.cli import app
+from edge.config import parse_params
+from edge.train import Run, train
+
+
+def tiny_params(tmp_path, **train):
+    return parse_params({
+        "seed": 3,
+        "data": {"train_tasks": 20},
+        "rollout": {"tasks_per_round": 2, "group_size": 3, "max_steps": 5},
+        "grpo": {"epochs": 1, "minibatch_size": 32},
+        "eval": {"episodes": 4},
+        "train": {"rounds": 2, "base_checkpoint": None, "runs_dir": str(tmp_path / "runs"), **train},
+    })
+
+
+def test_rounds_write_their_stage_outputs(tmp_path):
+    run = train(tiny_params(tmp_path))
+    for k in (0, 1):
+        d = run.round_dir(k)
+        assert (d / "rollouts.parquet").exists() and (d / "checkpoint" / "trainer_state.pt").exists()
+        assert (d / "checkpoint" / "config.json").exists() and (d / "eval.json").exists()
+        metrics = json.loads((d / "train_metrics.json").read_text())
+        assert metrics["round"] == k and 0 <= metrics["train_success_plain"] <= 1
+    assert json.loads((run.folder / "eval_base.json").read_text())["test_seen"]["plain"]["episodes"] == 4
+
+
+def test_rerun_skips_and_resume_recomputes_identically(tmp_path):
+    params = tiny_params(tmp_path)
+    run = train(params)
+    r1 = run.round_dir(1)
+    first = (r1 / "rollouts.parquet").read_bytes(), (r1 / "eval.json").read_text()
+    stamp = (run.round_dir(0) / "rollouts.parquet").stat().st_mtime_ns
+    # Lose round 1 entirely (as if killed before it), keep round 0.
+    for f in r1.rglob("*"):
+        if f.is_file():
+            f.unlink()
+    train(params)
+    assert (run.round_dir(0) / "rollouts.parquet").stat().st_mtime_ns == stamp  # complete stage skipped
+    again = (r1 / "rollouts.parquet").read_bytes(), (r1 / "eval.json").read_text()
+    assert json.loads(again[1])["test_seen"] == json.loads(first[1])["test_seen"]
+    assert again[0] == first[0]
+
+
+def test_run_folder_refuses_changed_parameters(tmp_path):
+    train(tiny_params(tmp_path))
+    changed = tiny_params(tmp_path)
+    changed.grpo.lr = 0.5
+    try:
+        Run.open(changed)
+        raise AssertionError("a run folder must not be resumed with other parameters")
+    except ValueError as err:
+        assert "grpo" in str(err)
+
+
+def test_train_and_eval_commands(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        "seed: 1\ndata: {train_tasks: 10}\nrollout: {tasks_per_round: 2, group_size: 2, max_steps: 4}\n"
+        f"grpo: {{epochs: 1}}\neval: {{episodes: 3}}\n"
+        f"train: {{base_checkpoint: null, runs_dir: {tmp_path / 'runs'}}}\n")
+    runner = CliRunner()
+    result = runner.invoke(app, ["train", "--method", "grpo", "--env", "household", "--rounds", "1", "--seed", "1",
+                                 "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    assert "round 0: train plain" in result.output
+    checkpoint = tmp_path / "runs" / "household-grpo-s1" / "round_000" / "checkpoint"
+    result = runner.invoke(app, ["eval", "--checkpoint", str(checkpoint), "--env", "household", "--split",
+                                 "test_unseen", "--episodes", "3", "--advice", "--json", "--params", str(params)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    assert report["plain"]["episodes"] == 3 and "advised" in report
+    result = runner.invoke(app, ["train", "--rounds", "1", "--params", str(params), "--set", "grpo.lr=-1"])
+    assert result.exit_code == 2 and "grpo.lr" in result.output
