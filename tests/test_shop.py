@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
 
@@ -401,18 +400,6 @@ def test_episode_transcripts_are_identical_across_runs():
             env, agent = make_env(), AGENTS[name](9)
             runs.append("\n".join(line for t in tasks for line in run_episode(env, agent, t)[0]))
         assert runs[0].encode() == runs[1].encode()
-
-
-def test_throughput():
-    tasks = generate_tasks("train", 200, 1)
-    env = make_env()
-    for name in ("expert", "random"):
-        agent = AGENTS[name](0)
-        run_episode(env, agent, tasks[0])  # warm the caches
-        start, steps = time.perf_counter(), 0
-        for task in tasks:
-            steps += run_episode(env, agent, task)[1].info.steps
-        assert steps / (time.perf_counter() - start) >= 500, name
 
 
 # -- vocabulary and registry --------------------------------------------------------------------
