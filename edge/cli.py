@@ -16,6 +16,8 @@ env_app = typer.Typer(no_args_is_help=True, help="Try the text environments.")
 data_app = typer.Typer(no_args_is_help=True, help="Task files.")
 app.add_typer(env_app, name="env")
 app.add_typer(data_app, name="data")
+bank_app = typer.Typer(no_args_is_help=True, help="Audit a run's experience bank.")
+app.add_typer(bank_app, name="bank")
 
 console = Console()
 
@@ -139,12 +141,29 @@ def train_cmd(
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(f"{cfg.train.env}/{cfg.train.method} rounds", total=cfg.train.rounds)
 
-        def report(k: int, s: dict) -> None:
-            evals = "  ".join(f"{k_[5:]}={v:.1%}" for k_, v in s.items() if k_.startswith("eval_"))
-            progress.console.print(
-                f"round {k}: train plain {s['train_success_plain']:.1%}  pg {s.get('pg_loss', 0):+.4f}  "
-                f"kl {s.get('kl', 0):.4f}  clip {s.get('clip_frac', 0):.2f}  samples {s['samples']}  "
-                f"{evals}  ({s['collect_seconds'] or 0:.0f}+{s['update_seconds']:.0f} s)")
+        def report(k: int, s: dict, run) -> None:
+            out = progress.console
+            evals = "  ".join(f"{k_[5:]}={v:.1%}" for k_, v in s.items() if k_.startswith("eval_") and v is not None)
+            conditioned = s.get("train_success_conditioned")
+            out.print(
+                f"round {k}: train plain {s['train_success_plain']:.1%}"
+                + (f" / conditioned {conditioned:.1%}" if conditioned is not None else "")
+                + f"  pg {s.get('pg_loss', 0):+.4f}  distill {s.get('distill_loss', 0):.4f}  kl {s.get('kl', 0):.4f}"
+                f"  samples {s['samples']}  {evals}  ({s['collect_seconds'] or 0:.0f}+{s['update_seconds']:.0f} s)",
+                highlight=False)
+            changes_file = run.round_dir(k) / "bank_changes.json"
+            if changes_file.exists():
+                changes = json.loads(changes_file.read_text())
+                out.print(f"  Delta mean {s['delta_mean']:+.3f}, Delta>0 in {s['delta_positive_share']:.0%} of "
+                          f"{s['retrieval_hit_rate']:.0%} retrieved groups; bank {changes['size_active']} active "
+                          f"(+{len(changes['added'])} added, {len(changes['merged'])} merged, "
+                          f"-{len(changes['pruned'])} pruned)", highlight=False)
+                for a in changes["added"]:
+                    out.print(f"  + {a['id']} [{a['signature']}] {a['text']}  from {', '.join(a['provenance'][:3])}"
+                              + (" ..." if len(a["provenance"]) > 3 else ""), highlight=False, markup=False)
+                for p_ in changes["pruned"]:
+                    out.print(f"  - {p_['id']} pruned ({p_['reason']}, utility {p_['utility']:+.3f}, "
+                              f"{p_['uses']} uses)", highlight=False)
             progress.advance(bar)
 
         try:
@@ -162,6 +181,7 @@ def eval_cmd(
     episodes: int = typer.Option(200, min=1, help="Episodes (the first N tasks of the split)."),
     seed: int = typer.Option(0, help="Seed for tasks and sampling."),
     advice: bool = typer.Option(False, help="Also evaluate with true advice (oracle) in every prompt."),
+    bank: Path = typer.Option(None, help="A run's bank folder (runs/<run>/bank): also evaluate with it."),
     greedy: bool = typer.Option(False, help="Most likely action instead of sampling."),
     params: Path = typer.Option(Path("params.yaml"), help="Project parameters file (policy section)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -184,18 +204,112 @@ def eval_cmd(
               "plain": evaluate(actor, tasks, seed, greedy=greedy).to_dict()}
     if advice:
         report["advised"] = evaluate(actor, tasks, seed, experience_for=true_advice_experience, greedy=greedy).to_dict()
-        report["retention"] = retention(report["plain"]["success"], report["advised"]["success"])
+        report["retention_advised"] = retention(report["plain"]["success"], report["advised"]["success"])
+    if bank is not None:
+        report["with_bank"] = evaluate(actor, tasks, seed, experience_for=_bank_retriever(bank, cfg),
+                                       greedy=greedy).to_dict()
+        report["retention"] = retention(report["plain"]["success"], report["with_bank"]["success"])
     if as_json:
         print(json.dumps(report, indent=2))
         return
     table = Table(title=f"{env} / {split}: {episodes} episodes, {checkpoint}")
     for column in ("setting", "success", "score", "mean steps"):
         table.add_column(column)
-    for setting in ("plain", "advised"):
+    for setting in ("plain", "with_bank", "advised"):
         if setting in report:
             r = report[setting]
             table.add_row(setting, f"{r['success']:.1%}", f"{r['score']:.3f}", f"{r['mean_steps']:.1f}")
     console.print(table)
+    if report.get("retention") is not None:
+        console.print(f"retention (plain / with bank): {report['retention']:.1%}")
+
+
+def _bank_retriever(folder: Path, cfg):
+    from edge.bank.embedder import make_embedder
+    from edge.bank.store import ExperienceBank
+    from edge.guidance import experience_block
+    from edge.rollout import Experience
+
+    if not folder.is_dir():
+        _fail(f"bank folder {folder} does not exist (expected runs/<run>/bank)")
+    store = ExperienceBank.open(folder, make_embedder(cfg.bank.embedder))
+
+    def experience_for(task):
+        found = store.retrieve(task.instruction, cfg.bank.top_k, cfg.bank.similarity_threshold, task.task_type)
+        return Experience(experience_block([e.text for e, _ in found]), [e.id for e, _ in found]) if found else None
+
+    return experience_for
+
+
+def _run_bank_entries(run: Path, round_index: int | None):
+    """Entries of a run's bank: the snapshot of ``round_index``, or the latest round's."""
+    from edge.bank.store import read_snapshot
+
+    snapshots = sorted(run.glob("round_*/bank.parquet"))
+    if not snapshots:
+        _fail(f"{run} has no bank snapshots (round_*/bank.parquet); is it an EDGE run folder?")
+    if round_index is None:
+        return read_snapshot(snapshots[-1])
+    path = run / f"round_{round_index:03d}" / "bank.parquet"
+    if not path.exists():
+        _fail(f"{path} does not exist; rounds with a snapshot: "
+              + ", ".join(str(int(p.parent.name.split("_")[1])) for p in snapshots))
+    return read_snapshot(path)
+
+
+@bank_app.command("ls")
+def bank_ls(
+    run: Path = typer.Option(..., help="Run folder, e.g. runs/household-edge-s0."),
+    status: str = typer.Option(None, help="Only entries with this status: active, merged, pruned."),
+    round_index: int = typer.Option(None, "--round", help="As after this round (default: the last)."),
+) -> None:
+    """List the bank's entries."""
+    from edge.bank.audit import format_table
+
+    entries = _run_bank_entries(run, round_index)
+    if status:
+        entries = [e for e in entries if e.status == status]
+    console.print(format_table(entries))
+
+
+@bank_app.command("show")
+def bank_show(
+    entry_id: str = typer.Argument(..., help="Entry id, e.g. g000003."),
+    run: Path = typer.Option(..., help="Run folder."),
+    round_index: int = typer.Option(None, "--round", help="As after this round (default: the last)."),
+) -> None:
+    """One entry: text, status, utility history, provenance."""
+    from edge.bank.audit import format_entry
+
+    entries = {e.id: e for e in _run_bank_entries(run, round_index)}
+    if entry_id not in entries:
+        _fail(f"no entry {entry_id!r} in {run}; `edge bank ls --run {run}` lists them")
+    console.print(format_entry(entries[entry_id]), highlight=False, markup=False)
+
+
+@bank_app.command("diff")
+def bank_diff(
+    run: Path = typer.Option(..., help="Run folder."),
+    from_round: int = typer.Option(..., help="Earlier round."),
+    to_round: int = typer.Option(..., help="Later round."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What changed between two rounds: added, merged, pruned (with reasons)."""
+    from edge.bank.audit import diff
+
+    changes = diff(_run_bank_entries(run, from_round), _run_bank_entries(run, to_round))
+    if as_json:
+        print(json.dumps(changes, indent=2, default=str))
+        return
+    after = {e.id: e for e in _run_bank_entries(run, to_round)}
+    console.print(f"[bold]rounds {from_round} -> {to_round}[/]")
+    for entry_id in changes["added"]:
+        console.print(f"  + {entry_id} {after[entry_id].text}", highlight=False)
+    for entry_id, reason in (changes["merged"].items() if isinstance(changes["merged"], dict)
+                             else ((i, after[i].prune_reason) for i in changes["merged"])):
+        console.print(f"  = {entry_id} {reason}", highlight=False)
+    for entry_id, reason in changes["pruned"].items():
+        console.print(f"  - {entry_id} pruned: {reason}  ({after[entry_id].text})", highlight=False)
 
 
 @data_app.command("prepare")

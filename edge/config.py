@@ -6,6 +6,7 @@ that names the field instead of a silently ignored key. Later stages add their o
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -153,6 +154,58 @@ class GRPOConfig(_Section):
     weight_decay: float = Field(0.0, ge=0)
 
 
+class PruneConfig(_Section):
+    """When an entry leaves the active set (see edge/bank/pruning.py)."""
+
+    min_uses: int = Field(4, ge=1)
+    """not helping: used at least this often ..."""
+    min_utility: float = 0.0
+    """... with utility at most this."""
+    window: int = Field(3, ge=1)
+    """internalized: credited rounds over which plain success must have caught up."""
+    tolerance: float = Field(0.05, ge=0)
+    stale_rounds: int = Field(6, ge=1)
+    """stale: not retrieved for this many rounds."""
+    max_size: int = Field(200, ge=1)
+    """size cap on active entries; the lowest utility go first."""
+
+
+class BankConfig(_Section):
+    """The experience bank: retrieval, credit, synthesis (EDGE methods only)."""
+
+    embedder: Literal["minilm", "hash"] = "minilm"
+    """``minilm``: all-MiniLM-L6-v2, offline; ``hash``: fast deterministic word hashing (tests)."""
+    top_k: int = Field(2, ge=1)
+    """Entries retrieved per task."""
+    similarity_threshold: float = Field(0.35, ge=-1, le=1)
+    """Retrieved entries must be at least this similar to the task; else the group stays plain."""
+    rho: float = Field(0.5, ge=0, le=1)
+    """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
+    eta: float = Field(0.3, gt=0, le=1)
+    """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
+    coverage_threshold: float = Field(0.85, ge=-1, le=1)
+    """A failure signature is covered when an active entry is this similar to the new guidance."""
+    merge_threshold: float = Field(0.95, ge=-1, le=1)
+    """Near-duplicates above this similarity are merged into the existing entry."""
+    max_chars: int = Field(300, ge=20)
+    """Guidance length cap after sanitising."""
+    synthesizer: Literal["template", "lm"] = "template"
+    lm_endpoint: str | None = None
+    """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""
+    lm_model: str = "local"
+    """LM synthesizer: model name at the endpoint, or a local Hugging Face folder when no endpoint."""
+    prune: PruneConfig = Field(default_factory=PruneConfig)
+
+
+class DistillConfig(_Section):
+    """Reverse-KL distillation of the conditioned teacher into the plain student."""
+
+    coef: float = Field(1.0, ge=0)
+    """lambda_d: weight of L_distill in the update (0 turns distillation off)."""
+    estimator: Literal["exact", "sampled"] = "exact"
+    """``exact``: sum over the admissible actions (score mode); ``sampled``: on the student's action."""
+
+
 class EvalConfig(_Section):
     """Held-out evaluation."""
 
@@ -178,6 +231,29 @@ class TrainConfig(_Section):
     """Folder name under runs_dir; default ``<env>-<method>-s<seed>``."""
 
 
+@dataclass(frozen=True)
+class MethodSettings:
+    """What a method name means, as parameters over the one code path."""
+
+    use_bank: bool
+    rho: float
+    distill_coef: float
+    synthesize_after_first_round: bool
+    prune: bool
+
+
+def method_settings(params: EdgeParams) -> MethodSettings:
+    method, bank = params.train.method, params.bank
+    if method == "grpo":
+        return MethodSettings(False, 0.0, 0.0, False, False)
+    return MethodSettings(
+        use_bank=True, rho=bank.rho,
+        distill_coef=0.0 if method == "edge-no-distill" else params.distill.coef,
+        synthesize_after_first_round=method != "edge-static-bank",
+        prune=method not in ("edge-no-prune", "edge-static-bank"),
+    )
+
+
 class EdgeParams(_Section):
     """Everything in ``params.yaml``."""
 
@@ -188,6 +264,8 @@ class EdgeParams(_Section):
     warmup: WarmupConfig = Field(default_factory=WarmupConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    bank: BankConfig = Field(default_factory=BankConfig)
+    distill: DistillConfig = Field(default_factory=DistillConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
 

@@ -43,6 +43,10 @@ def second_object(obj: str, target: str) -> str:
     return entry("try", f"after you put one {obj} in {target} , find the second {obj}")
 
 
+def place_when_holding(obj: str, target: str) -> str:
+    return entry("try", f"once you hold the {obj} , go to {target} and put it there")
+
+
 def avoid_searched_again() -> str:
     return entry("avoid", "going back to a receptacle you already searched")
 
@@ -62,6 +66,11 @@ def click_options_first() -> str:
 
 def avoid_over_budget() -> str:
     return entry("avoid", "buying an item whose price is above the price in the instruction")
+
+
+def is_generic(text: str) -> bool:
+    """Guidance that holds for every task type of an environment (stored with task type "any")."""
+    return text in {avoid_searched_again(), open_closed(), click_options_first(), avoid_over_budget()}
 
 
 def true_advice(task: Task) -> list[str]:
@@ -103,7 +112,7 @@ def guidance_vocabulary() -> set[str]:
     """Words of every template (object and receptacle names come from the environments)."""
     samples = [
         find_in("x", ["y", "z"]), transform_first("clean", "x", "y", "z"), take_to_lamp("x", "y"),
-        second_object("x", "y"), avoid_searched_again(), open_closed(),
+        second_object("x", "y"), place_when_holding("x", "y"), avoid_searched_again(), open_closed(),
         search_type_and_attributes("x"), click_options_first(), avoid_over_budget(),
         "try avoid recover : . , heat cool clean",
     ]

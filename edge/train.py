@@ -1,9 +1,13 @@
 """Training runs as rounds of stages, each writing its outputs atomically into the run folder.
 
     runs/<run>/round_<k>/rollouts.parquet     collect: G trajectories for each of N train tasks
-                        /train_metrics.json   update: losses, success, timings
-                        /checkpoint/          update: model (save_pretrained) + trainer_state.pt
-                        /eval.json            evaluate: held-out success (with / without bank)
+                        /scores.json          score: marginal contribution Delta(x), c(x) per group
+                        /bank_changes.json    update_bank: credit, added / merged / pruned (+ reasons)
+                        /bank.parquet         update_bank: snapshot of the bank after this round
+                        /checkpoint/          distill (policy update): save_pretrained + trainer_state.pt
+                        /train_metrics.json   distill: losses, success, timings
+                        /eval.json            evaluate: held-out success with and without the bank
+    runs/<run>/bank/                          the LanceDB bank; bank_versions.json maps round -> version
 
 A stage is complete when its output exists, so re-running a run skips finished work and resumes at
 the first missing output. Randomness is derived from (seed, round, stage), so a resumed run draws
@@ -24,14 +28,23 @@ from pathlib import Path
 
 import torch
 
+from edge.algorithms.contribution import (
+    GroupContribution,
+    credit_by_entry,
+    ema_utility,
+    group_contributions,
+    summary,
+)
+from edge.algorithms.distill import distill_samples, make_distill_loss
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
-from edge.config import EdgeParams
+from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
 from edge.envs.registry import generate_tasks
-from edge.evaluate import evaluate
+from edge.evaluate import evaluate, retention
+from edge.guidance import experience_block
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
-from edge.rollout import read_rollouts, rollout, write_rollouts
+from edge.rollout import Experience, read_rollouts, rollout, write_rollouts
 
 STAGE_SALT = {"collect": 1, "update": 2, "evaluate": 3}
 
@@ -62,6 +75,39 @@ class Run:
     _policy_round: int | None = None
     _optimizer: torch.optim.Optimizer | None = None
     timings: dict = field(default_factory=dict)
+    _bank: object = None
+
+    @property
+    def settings(self):
+        return method_settings(self.params)
+
+    def bank(self):
+        """The run's experience bank (LanceDB), opened once."""
+        if self._bank is None:
+            from edge.bank.embedder import make_embedder
+            from edge.bank.store import ExperienceBank
+
+            self._bank = ExperienceBank.open(self.folder / "bank", make_embedder(self.params.bank.embedder))
+        return self._bank
+
+    def bank_versions(self) -> dict[int, int]:
+        path = self.folder / "bank_versions.json"
+        if not path.exists():
+            return {}
+        return {int(k): v for k, v in json.loads(path.read_text()).items()}
+
+    def record_bank_version(self, k: int) -> None:
+        versions = self.bank_versions()
+        versions[k] = self.bank().version()
+        write_json(self.folder / "bank_versions.json", {str(r): v for r, v in sorted(versions.items())})
+
+    def experience_for(self, task: Task) -> Experience | None:
+        """Retrieve E(x): the top-k active entries similar enough to the task, or None."""
+        cfg = self.params.bank
+        found = self.bank().retrieve(task.instruction, cfg.top_k, cfg.similarity_threshold, task.task_type)
+        if not found:
+            return None
+        return Experience(experience_block([e.text for e, _ in found]), [e.id for e, _ in found])
 
     @classmethod
     def open(cls, params: EdgeParams) -> Run:
@@ -131,10 +177,132 @@ def collect_stage(run: Run, k: int, progress=None) -> Path:
     cfg = run.params.rollout
     tasks = run.round_tasks(k)
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "collect"))
-    trajectories = rollout(Actor(policy), tasks, cfg.group_size, generator, max_steps=cfg.max_steps,
-                           progress=progress)
+    experiences, conditioned = None, 0
+    retrieval_started = time.perf_counter()
+    if run.settings.use_bank:
+        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t)) is not None}
+        conditioned = round(run.settings.rho * cfg.group_size)
+    run.timings[(k, "retrieval")] = time.perf_counter() - retrieval_started
+    trajectories = rollout(Actor(policy), tasks, cfg.group_size, generator, experiences=experiences,
+                           conditioned_per_group=conditioned, max_steps=cfg.max_steps, progress=progress)
     write_rollouts(trajectories, out)
     run.timings[(k, "collect")] = time.perf_counter() - started
+    return out
+
+
+def score_stage(run: Run, k: int) -> Path:
+    """Delta(x) and c(x) for every group that was split (EDGE); an empty list for GRPO."""
+    out = run.round_dir(k) / "scores.json"
+    if out.exists():
+        return out
+    trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
+    contributions = group_contributions(trajectories)
+    groups = len({t.group_id for t in trajectories})
+    write_json(out, {"round": k, "summary": summary(contributions, groups),
+                     "groups": [c.to_dict() for c in contributions]})
+    return out
+
+
+def read_contributions(run: Run, k: int) -> list[GroupContribution]:
+    data = json.loads((run.round_dir(k) / "scores.json").read_text())
+    return [GroupContribution(**g) for g in data["groups"]]
+
+
+def update_bank_stage(run: Run, k: int) -> Path | None:
+    """Credit the entries this round's groups saw, synthesize guidance for new failure modes, prune.
+
+    Idempotent: the live table is first restored to the version recorded after round k-1, so a
+    re-run after a crash in the middle of this stage neither duplicates nor loses entries."""
+    if not run.settings.use_bank:
+        return None
+    out = run.round_dir(k) / "bank_changes.json"
+    if out.exists():
+        return out
+    from edge.bank.pruning import PruneRules, prune_decisions
+    from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, synthesize
+
+    started = time.perf_counter()
+    cfg, bank = run.params.bank, run.bank()
+    versions = run.bank_versions()
+    if k - 1 in versions and bank.version() != versions[k - 1]:
+        bank.restore(versions[k - 1])
+    trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
+    contributions = read_contributions(run, k)
+
+    # 1. credit: u <- (1-eta) u + eta * Delta for every group that saw the entry
+    credited = []
+    for entry_id, credit in credit_by_entry(contributions).items():
+        entry = bank.get(entry_id)
+        before = entry.utility
+        entry.utility = ema_utility(entry.utility, credit.deltas, cfg.eta)
+        entry.uses += len(credit.deltas)
+        entry.positive_credit += sum(max(d, 0.0) for d in credit.deltas)
+        entry.last_used_round = k
+        entry.history_rounds.append(k)
+        entry.history_utility.append(entry.utility)
+        entry.history_success_plain.append(sum(credit.success_plain) / len(credit.success_plain))
+        entry.history_success_conditioned.append(
+            sum(credit.success_conditioned) / len(credit.success_conditioned))
+        bank.upsert([entry])
+        credited.append({"id": entry_id, "groups": len(credit.deltas), "utility_before": before,
+                         "utility_after": entry.utility, "deltas": credit.deltas})
+    credit_seconds = time.perf_counter() - started
+
+    # 2. synthesize for uncovered failure signatures, merging near-duplicates
+    synth_started = time.perf_counter()
+    added, merged = [], []
+    if k == 0 or run.settings.synthesize_after_first_round:
+        synthesizer = (LMSynthesizer(cfg.lm_endpoint, cfg.lm_model) if cfg.synthesizer == "lm"
+                       else TemplateSynthesizer())
+        active = bank.all("active")
+
+        def covered(signature: str, text: str) -> bool:
+            # Answered already: the same signature, or a close (not identical) active entry.
+            task_type = signature.split("|", 1)[0]
+            return any(e.signature == signature for e in active) or any(
+                score < cfg.merge_threshold for _, score in bank.similar(text, cfg.coverage_threshold, task_type))
+
+        for entry in synthesize(trajectories, synthesizer, k, bank.next_id, cfg.max_chars, covered):
+            twins = bank.similar(entry.text, cfg.merge_threshold, entry.task_type)
+            if twins:
+                target = twins[0][0]
+                target.provenance = sorted(set(target.provenance) | set(entry.provenance))
+                bank.upsert([target])
+                entry.status, entry.prune_reason, entry.status_round = "merged", f"merged into {target.id}", k
+                merged.append({"id": entry.id, "into": target.id, "signature": entry.signature})
+            else:
+                added.append({"id": entry.id, "kind": entry.kind, "signature": entry.signature, "text": entry.text,
+                              "provenance": entry.provenance})
+            bank.add([entry])
+            if entry.status == "active":
+                active.append(entry)
+    synth_seconds = time.perf_counter() - synth_started
+
+    # 3. prune, with reasons
+    prune_started = time.perf_counter()
+    pruned = []
+    if run.settings.prune:
+        p = cfg.prune
+        rules = PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size)
+        for entry_id, reason in prune_decisions(bank.all("active"), k, rules).items():
+            entry = bank.get(entry_id)
+            entry.status, entry.prune_reason, entry.status_round = "pruned", reason, k
+            bank.upsert([entry])
+            pruned.append({"id": entry_id, "reason": reason, "utility": entry.utility, "uses": entry.uses})
+    prune_seconds = time.perf_counter() - prune_started
+
+    run.record_bank_version(k)
+    snapshot = bank.snapshot(run.round_dir(k) / "bank.parquet")
+    changes = {
+        "round": k, "version": bank.version(), "size_active": len(bank.all("active")),
+        "size_total": len(bank.all()), "credited": credited, "added": added, "merged": merged, "pruned": pruned,
+        "pruned_by_reason": {r: sum(p_["reason"] == r for p_ in pruned)
+                             for r in ("not_helping", "internalized", "stale", "size_cap")},
+        "snapshot_bytes": snapshot.stat().st_size,
+        "seconds": {"credit": credit_seconds, "synthesis": synth_seconds, "prune": prune_seconds,
+                    "total": time.perf_counter() - started},
+    }
+    write_json(out, changes)
     return out
 
 
@@ -151,7 +319,16 @@ def update_stage(run: Run, k: int) -> Path:
     update_cfg = UpdateConfig(g.lr, g.epochs, g.minibatch_size, g.clip_low, g.clip_high, g.beta, g.loss_agg,
                               g.max_grad_norm)
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "update"))
-    losses = policy_update(Actor(policy), optimizer, samples, update_cfg, generator) if samples else {}
+    actor = Actor(policy)
+    extra_loss, n_distill = None, 0
+    if run.settings.distill_coef > 0:
+        # Teacher log-probs come from the weights that collected the rollouts, frozen for the update.
+        distill = distill_samples(actor, trajectories, read_contributions(run, k), run.params.distill.estimator)
+        n_distill = len(distill)
+        if distill:
+            samples = samples + distill
+            extra_loss = make_distill_loss(run.settings.distill_coef, run.params.distill.estimator)
+    losses = policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss) if samples else {}
     # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.
     tmp = out.with_name("checkpoint.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -162,9 +339,14 @@ def update_stage(run: Run, k: int) -> Path:
     os.replace(tmp, out)
     run._policy_round = k + 1  # the in-memory policy is now round k+1's starting point
     plain = [t for t in trajectories if not t.conditioned]
+    conditioned = [t for t in trajectories if t.conditioned]
     metrics = {
         "round": k,
         "train_success_plain": sum(t.won for t in plain) / max(len(plain), 1),
+        "train_success_conditioned": sum(t.won for t in conditioned) / len(conditioned) if conditioned else None,
+        "distill_samples": n_distill,
+        "experience_tokens": sum(len(s.decision.prompt_ids) for t in conditioned for s in t.steps)
+        - sum(len(actor.builder.prompt_ids(t.state_at(i))) for t in conditioned for i in range(len(t.steps))),
         "train_reward": sum(t.reward for t in trajectories) / len(trajectories),
         "train_episode_length": sum(len(t.steps) for t in trajectories) / len(trajectories),
         "samples": len(samples),
@@ -173,10 +355,27 @@ def update_stage(run: Run, k: int) -> Path:
         **group_stats, **losses,
         "update_seconds": time.perf_counter() - started,
         "collect_seconds": run.timings.get((k, "collect")),
+        "retrieval_seconds": run.timings.get((k, "retrieval")),
         "peak_memory_mb": peak_memory_mb(),
     }
     write_json(metrics_file, metrics)
     return out
+
+
+def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None) -> dict:
+    """Every configured split, plain and (for bank methods) with the bank, plus retention."""
+    cfg = run.params.eval
+    result = {}
+    for split in cfg.splits:
+        tasks = run.eval_tasks(split)
+        plain = evaluate(actor, tasks, seed, greedy=cfg.greedy, progress=progress).to_dict()
+        result[split] = {"plain": plain}
+        if run.settings.use_bank:
+            scaffold = evaluate(actor, tasks, seed, experience_for=run.experience_for, greedy=cfg.greedy,
+                                progress=progress).to_dict()
+            result[split] |= {"with_bank": scaffold,
+                              "retention": retention(plain["success"], scaffold["success"])}
+    return result
 
 
 def evaluate_stage(run: Run, k: int, force: bool = False, progress=None) -> Path | None:
@@ -187,54 +386,67 @@ def evaluate_stage(run: Run, k: int, force: bool = False, progress=None) -> Path
         return out if out.exists() else None
     started = time.perf_counter()
     policy, _ = run.policy_for(k + 1)
-    actor = Actor(policy)
-    result = {"round": k}
-    for split in cfg.splits:
-        seed = stage_seed(run.params.seed, k, "evaluate")
-        result[split] = {"plain": evaluate(actor, run.eval_tasks(split), seed, greedy=cfg.greedy,
-                                           progress=progress).to_dict()}
+    if run.settings.use_bank:
+        version = run.bank_versions().get(k)
+        if version is not None and run.bank().version() != version:
+            raise RuntimeError(f"bank is at version {run.bank().version()}, round {k} ended at {version}: "
+                               "evaluate rounds in order")
+    result = {"round": k, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, k, "evaluate"),
+                                            progress)}
     result["eval_seconds"] = time.perf_counter() - started
     write_json(out, result)
     return out
 
 
 def baseline_eval(run: Run, progress=None) -> Path:
-    """Evaluate the starting checkpoint once (round -1), so curves start at the base."""
+    """Evaluate the starting checkpoint once (round -1, empty bank), so curves start at the base."""
     out = run.folder / "eval_base.json"
     if out.exists():
         return out
     policy, _ = run.policy_for(0)
-    actor = Actor(policy)
-    result = {"round": -1}
-    for split in run.params.eval.splits:
-        seed = stage_seed(run.params.seed, -1, "evaluate")
-        result[split] = {"plain": evaluate(actor, run.eval_tasks(split), seed, greedy=run.params.eval.greedy,
-                                           progress=progress).to_dict()}
+    result = {"round": -1, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, -1, "evaluate"),
+                                             progress)}
     write_json(out, result)
     return out
 
 
 def round_summary(run: Run, k: int) -> dict:
-    summary = json.loads((run.round_dir(k) / "train_metrics.json").read_text())
-    eval_file = run.round_dir(k) / "eval.json"
-    if eval_file.exists():
-        ev = json.loads(eval_file.read_text())
+    """Everything a round recorded, flattened: the per-round metrics of the spec."""
+    d = run.round_dir(k)
+    out = json.loads((d / "train_metrics.json").read_text())
+    scores = json.loads((d / "scores.json").read_text())
+    out |= scores["summary"]
+    if (d / "bank_changes.json").exists():
+        changes = json.loads((d / "bank_changes.json").read_text())
+        out |= {"bank_size": changes["size_active"], "entries_added": len(changes["added"]),
+                "entries_merged": len(changes["merged"]), "entries_pruned": len(changes["pruned"]),
+                **{f"pruned_{r}": n for r, n in changes["pruned_by_reason"].items()},
+                "bank_seconds": changes["seconds"]["total"], "synthesis_seconds": changes["seconds"]["synthesis"],
+                "prune_seconds": changes["seconds"]["prune"], "bank_snapshot_bytes": changes["snapshot_bytes"]}
+    if (d / "eval.json").exists():
+        ev = json.loads((d / "eval.json").read_text())
         for split in run.params.eval.splits:
-            summary[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
-    return summary
+            out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
+            if "with_bank" in ev[split]:
+                out[f"eval_{split}_with_bank"] = ev[split]["with_bank"]["success"]
+                out[f"eval_{split}_retention"] = ev[split]["retention"]
+    return out
 
 
 def train(params: EdgeParams, on_round=None, progress=None) -> Run:
-    """Run (or resume) every round of ``params.train``; ``on_round(k, summary)`` after each."""
-    if params.train.method != "grpo":
-        raise NotImplementedError(f"train.method {params.train.method!r} lands with the EDGE issue; use grpo")
+    """Run (or resume) every round of ``params.train``; ``on_round(k, summary, run)`` after each."""
     torch.manual_seed(params.seed)
     run = Run.open(params)
+    if run.settings.use_bank and -1 not in run.bank_versions():
+        run.bank()  # create the empty table
+        run.record_bank_version(-1)
     baseline_eval(run, progress)
     for k in range(params.train.rounds):
         collect_stage(run, k, progress)
+        score_stage(run, k)
+        update_bank_stage(run, k)
         update_stage(run, k)
         evaluate_stage(run, k, progress=progress)
         if on_round:
-            on_round(k, round_summary(run, k))
+            on_round(k, round_summary(run, k), run)
     return run

@@ -72,6 +72,8 @@ class Sample:
     advantage: float
     episode_length: int
     ref_logp: list[float] | None = None
+    pg: bool = True
+    """Takes part in the policy-gradient term (False: only another objective uses it)."""
     extras: dict = field(default_factory=dict)
     """Room for other objectives' per-sample data (EDGE's distillation)."""
 
@@ -107,12 +109,17 @@ def grpo_samples(trajectories: list[Trajectory], std_normalize: bool = True, eps
 
 
 # ----- the update ------------------------------------------------------------------------------
-def sample_logprobs(actor: Actor, samples: list[Sample]) -> list[torch.Tensor]:
-    """Current per-unit log-probabilities of each sample's action (with grad if enabled)."""
+def sample_logprobs(actor: Actor, samples: list[Sample], full: bool = False):
+    """Current per-unit log-probabilities of each sample's action (with grad if enabled).
+
+    With ``full=True`` also returns, in score mode, each state's whole log-distribution over its
+    candidates (the exact distillation loss needs it); None in generate mode."""
     if actor.cfg.mode == "score":
         logps = actor.action_logprobs([s.prompt_ids for s in samples], [s.candidate_ids for s in samples])
-        return [lp[s.chosen:s.chosen + 1] for lp, s in zip(logps, samples)]
-    return actor.token_logprobs([s.prompt_ids for s in samples], [s.response_ids for s in samples])
+        units = [lp[s.chosen:s.chosen + 1] for lp, s in zip(logps, samples)]
+        return (units, logps) if full else units
+    units = actor.token_logprobs([s.prompt_ids for s in samples], [s.response_ids for s in samples])
+    return (units, None) if full else units
 
 
 @dataclass
@@ -144,13 +151,15 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                   generator: torch.Generator, extra_loss=None) -> dict[str, float]:
     """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics.
 
-    ``extra_loss(actor, micro_samples, logps) -> (loss_sum_tensor, metrics)`` lets another objective
-    (EDGE's distillation) add its term to the same backward pass.
+    ``extra_loss(chunk, unit_logps, full_logps, minibatch) -> (loss tensor, metrics)`` lets another
+    objective (EDGE's distillation) add its term to the same backward pass; it normalises over the
+    ``minibatch`` it is given, so micro-batching does not change the gradient.
     """
     model = actor.policy.model
     model.train()
-    if cfg.beta > 0 and samples and samples[0].ref_logp is None:
-        fill_reference_logprobs(actor, samples)
+    pg_samples = [s for s in samples if s.pg]
+    if cfg.beta > 0 and pg_samples and pg_samples[0].ref_logp is None:
+        fill_reference_logprobs(actor, pg_samples)
     totals: dict[str, float] = {}
     counts = 0
     micro = actor.cfg.micro_batch_size
@@ -158,14 +167,17 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), cfg.minibatch_size):
             batch = [samples[i] for i in order[start:start + cfg.minibatch_size]]
-            weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units for s in batch)
+            weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
+                             for s in batch if s.pg) or 1.0
             optimizer.zero_grad(set_to_none=True)
             stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
             for m in range(0, len(batch), micro):
                 chunk = batch[m:m + micro]
-                logps = sample_logprobs(actor, chunk)
+                units, full = sample_logprobs(actor, chunk, full=True)
                 loss = torch.zeros((), device=actor.policy.device)
-                for s, lp in zip(chunk, logps):
+                for s, lp in zip(chunk, units):
+                    if not s.pg:
+                        continue
                     w = unit_weights(s.n_units, s.episode_length, cfg.loss_agg) / weight_sum
                     old = torch.tensor(s.old_logp, device=lp.device)
                     pg, clipped = ppo_clip_loss(lp, old, torch.tensor(s.advantage, device=lp.device),
@@ -179,11 +191,12 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                         loss = loss + cfg.beta * w * kl.sum()
                         stats["kl"] += w * float(kl.detach().sum())
                 if extra_loss is not None:
-                    extra, extra_stats = extra_loss(actor, chunk, logps)
+                    extra, extra_stats = extra_loss(chunk, units, full, batch)
                     loss = loss + extra
                     for k, v in extra_stats.items():
                         stats[k] = stats.get(k, 0.0) + v
-                loss.backward()
+                if loss.requires_grad:
+                    loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(
                 [p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
             optimizer.step()

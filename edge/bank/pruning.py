@@ -1,0 +1,61 @@
+"""Pruning: entries the changing policy no longer needs leave the active set, with a reason.
+
+Nothing is deleted; an entry's status becomes ``pruned`` and ``prune_reason`` says which rule fired:
+
+- ``internalized``: the entry once helped (positive credit), and over its last ``window`` credited
+  rounds the plain members of its groups succeed as often as the conditioned ones (within
+  ``tolerance``): the policy has absorbed it. Checked first, since it also looks like "not helping".
+- ``not_helping``: used at least ``min_uses`` times and its utility is at most ``min_utility``.
+- ``stale``: not retrieved for ``stale_rounds`` rounds.
+- ``size_cap``: more than ``max_size`` active entries: the lowest utility go.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edge.bank.entry import BankEntry
+
+
+@dataclass(frozen=True)
+class PruneRules:
+    min_uses: int = 4
+    min_utility: float = 0.0
+    window: int = 3
+    tolerance: float = 0.05
+    stale_rounds: int = 6
+    max_size: int = 200
+
+
+def internalized(entry: BankEntry, rules: PruneRules) -> bool:
+    if entry.positive_credit <= 0 or len(entry.history_rounds) < rules.window or entry.uses < rules.min_uses:
+        return False
+    plain = entry.history_success_plain[-rules.window:]
+    cond = entry.history_success_conditioned[-rules.window:]
+    return sum(plain) / len(plain) >= sum(cond) / len(cond) - rules.tolerance
+
+
+def not_helping(entry: BankEntry, rules: PruneRules) -> bool:
+    return entry.uses >= rules.min_uses and entry.utility <= rules.min_utility
+
+
+def stale(entry: BankEntry, round_index: int, rules: PruneRules) -> bool:
+    return round_index - max(entry.last_used_round, entry.created_round) >= rules.stale_rounds
+
+
+def prune_decisions(active: list[BankEntry], round_index: int, rules: PruneRules) -> dict[str, str]:
+    """Entry id -> reason, for every active entry that should leave the active set this round."""
+    reasons: dict[str, str] = {}
+    for entry in active:
+        if internalized(entry, rules):
+            reasons[entry.id] = "internalized"
+        elif not_helping(entry, rules):
+            reasons[entry.id] = "not_helping"
+        elif stale(entry, round_index, rules):
+            reasons[entry.id] = "stale"
+    survivors = [e for e in active if e.id not in reasons]
+    if len(survivors) > rules.max_size:
+        # Lowest utility first; among equals the older entry goes (ids grow with time).
+        for entry in sorted(survivors, key=lambda e: (e.utility, e.id))[: len(survivors) - rules.max_size]:
+            reasons[entry.id] = "size_cap"
+    return reasons

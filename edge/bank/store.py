@@ -1,0 +1,298 @@
+"""The experience bank's store: one LanceDB table of ``BankEntry`` rows.
+
+Nothing is ever deleted. Crediting, pruning and merging rewrite a row (``upsert``) and change its
+``status``; retrieval only sees ``active`` rows, while ``all()`` and the audit see every row.
+
+Every LanceDB write makes a new table version. The training loop records ``version()`` at the
+start of a round; a re-run of a round that crashed half-way first calls ``restore`` with that
+version, so the round's writes are not applied twice. ``restore`` does not rewind history: it
+writes a *new* version whose rows equal the old one, so the crashed writes stay inspectable
+through ``checkout`` until ``optimize`` is called.
+
+Vectors come from the bank's embedder. The embedder's name and dimension are stored in the table's
+schema metadata, and opening a table with a different embedder is refused: similarities between
+vectors of two embedders mean nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import tempfile
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from edge.bank.embedder import HashEmbedder, MiniLMEmbedder
+from edge.bank.entry import BankEntry
+
+EMBED_DIM = 384
+_ID = re.compile(r"^g(\d+)$")
+_ID_WIDTH = 6
+
+
+def bank_schema(dim: int = EMBED_DIM, embedder: str | None = None) -> pa.Schema:
+    """One column per ``BankEntry`` field; only ``prune_reason`` and ``status_round`` may be null."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("task_type", pa.string(), nullable=False),
+        pa.field("signature", pa.string(), nullable=False),
+        pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
+        pa.field("utility", pa.float64(), nullable=False),
+        pa.field("uses", pa.int64(), nullable=False),
+        pa.field("positive_credit", pa.float64(), nullable=False),
+        pa.field("created_round", pa.int64(), nullable=False),
+        pa.field("last_used_round", pa.int64(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("prune_reason", pa.string(), nullable=True),
+        pa.field("status_round", pa.int64(), nullable=True),
+        pa.field("provenance", pa.list_(pa.string()), nullable=False),
+        pa.field("synthesizer", pa.string(), nullable=False),
+        pa.field("history_rounds", pa.list_(pa.int64()), nullable=False),
+        pa.field("history_utility", pa.list_(pa.float64()), nullable=False),
+        pa.field("history_success_plain", pa.list_(pa.float64()), nullable=False),
+        pa.field("history_success_conditioned", pa.list_(pa.float64()), nullable=False),
+    ]
+    metadata = {"edge.embedder": embedder or "", "edge.dim": str(dim)}
+    return pa.schema(fields, metadata=metadata)
+
+
+BANK_SCHEMA = bank_schema()
+_FIELDS = [f.name for f in dataclasses.fields(BankEntry)]
+# A new BankEntry field must get a column here too; fail at import, not on the first write.
+assert _FIELDS == BANK_SCHEMA.names, "bank_schema() is out of step with BankEntry"
+
+
+ANY_TASK_TYPE = "any"
+"""Task type of guidance that holds for every task (e.g. "open closed receptacles")."""
+
+
+def sql_string(value: str) -> str:
+    """A SQL string literal: single quotes doubled, so a value can never end the literal early."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _to_row(entry: BankEntry) -> dict:
+    return dataclasses.asdict(entry)
+
+
+def _to_entries(table: pa.Table) -> list[BankEntry]:
+    """Rows to entries, sorted by id (extra columns such as ``_distance`` are ignored)."""
+    entries = [BankEntry(**{name: row[name] for name in _FIELDS}) for row in table.select(_FIELDS).to_pylist()]
+    return sorted(entries, key=lambda e: e.id)
+
+
+def read_snapshot(path: Path) -> list[BankEntry]:
+    """The entries of a Parquet snapshot written by ``ExperienceBank.snapshot``, sorted by id."""
+    return _to_entries(pq.read_table(path))
+
+
+class ExperienceBank:
+    """Guidance entries with their embeddings, credit and audit trail, in one LanceDB table."""
+
+    def __init__(self, table, embedder: HashEmbedder | MiniLMEmbedder, folder: Path, name: str):
+        # Use ExperienceBank.open; the constructor trusts that the table matches the embedder.
+        self._tbl = table
+        self.embedder = embedder
+        self.folder = folder
+        self.name = name
+        self._last_issued = 0  # ids handed out by next_id() in this process, maybe not added yet
+
+    # ----- lifecycle ----------------------------------------------------------------------
+    @classmethod
+    def open(cls, folder: Path, embedder: HashEmbedder | MiniLMEmbedder, table: str = "bank") -> ExperienceBank:
+        """Open the table in ``folder``, creating folder and table when missing."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        # Check the manifest on every read: another ExperienceBank (or process) on the same folder
+        # may have written since, and the default (never re-check) would serve stale rows.
+        db = lancedb.connect(folder, read_consistency_interval=timedelta(0))
+        if table in db.list_tables().tables:
+            tbl = db.open_table(table)
+            meta = tbl.schema.metadata or {}
+            stored_name = meta.get(b"edge.embedder", b"").decode()
+            stored_dim = int(meta.get(b"edge.dim", b"0").decode() or 0)
+            if stored_dim != embedder.dim or (stored_name and stored_name != embedder.name):
+                raise ValueError(
+                    f"bank table {folder / table} was built with embedder {stored_name!r} ({stored_dim}-d); "
+                    f"cannot open it with {embedder.name!r} ({embedder.dim}-d)"
+                )
+        else:
+            tbl = db.create_table(table, schema=bank_schema(embedder.dim, embedder.name))
+        return cls(tbl, embedder, folder, table)
+
+    def __len__(self) -> int:
+        return self._tbl.count_rows()
+
+    # ----- writes -------------------------------------------------------------------------
+    def _with_vectors(self, entries: list[BankEntry]) -> list[BankEntry]:
+        """Copies of the entries, with vectors computed for those that have none."""
+        todo = [e for e in entries if not len(e.vector)]
+        vecs = self.embedder.embed([e.text for e in todo]) if todo else np.zeros((0, self.embedder.dim))
+        filled = {id(e): v.tolist() for e, v in zip(todo, vecs)}
+        out = []
+        for e in entries:
+            vector = filled.get(id(e), list(e.vector))
+            if len(vector) != self.embedder.dim:
+                raise ValueError(f"entry {e.id}: vector has {len(vector)} values, the bank needs {self.embedder.dim}")
+            out.append(dataclasses.replace(e, vector=vector))
+        return out
+
+    @staticmethod
+    def _check_unique(entries: list[BankEntry]) -> None:
+        seen: set[str] = set()
+        for e in entries:
+            if e.id in seen:
+                raise ValueError(f"duplicate id {e.id!r} in the entries given")
+            seen.add(e.id)
+
+    def _existing_ids(self, ids: list[str]) -> set[str]:
+        if not ids or not len(self):
+            return set()
+        where = "id IN (" + ", ".join(sql_string(i) for i in ids) + ")"
+        rows = self._tbl.search().where(where).select(["id"]).limit(len(ids)).to_arrow()
+        return set(rows.column("id").to_pylist())
+
+    def add(self, entries: list[BankEntry]) -> None:
+        """Insert new entries; an id already in the bank (or twice in ``entries``) is a ValueError."""
+        if not entries:
+            return
+        self._check_unique(entries)
+        clash = self._existing_ids([e.id for e in entries])
+        if clash:
+            raise ValueError(f"id already in the bank: {', '.join(sorted(clash))}")
+        rows = [_to_row(e) for e in self._with_vectors(entries)]
+        self._tbl.add(pa.Table.from_pylist(rows, schema=self._tbl.schema))
+
+    def upsert(self, entries: list[BankEntry]) -> None:
+        """Replace rows by id (credit, status and history updates); an unknown id is inserted."""
+        if not entries:
+            return
+        self._check_unique(entries)  # LanceDB refuses ambiguous merges; name the id ourselves
+        rows = [_to_row(e) for e in self._with_vectors(entries)]
+        data = pa.Table.from_pylist(rows, schema=self._tbl.schema)
+        self._tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def next_id(self) -> str:
+        """A fresh id (``g000001``, ...): one past the largest in the table or issued by this object.
+
+        Nothing is ever deleted, so the table's largest id survives reopening. After ``restore``
+        the counter restarts from the restored rows, so a re-run round makes the same ids again.
+        """
+        largest = self._last_issued
+        if len(self):
+            for ident in self._tbl.search().select(["id"]).limit(len(self)).to_arrow().column("id").to_pylist():
+                match = _ID.match(ident)
+                if match:
+                    largest = max(largest, int(match.group(1)))
+        self._last_issued = largest + 1
+        return f"g{self._last_issued:0{_ID_WIDTH}d}"
+
+    # ----- reads --------------------------------------------------------------------------
+    def get(self, id: str) -> BankEntry:
+        rows = self._tbl.search().where(f"id = {sql_string(id)}").limit(2).to_arrow()
+        if rows.num_rows == 0:
+            raise KeyError(f"no bank entry with id {id!r}")
+        return _to_entries(rows)[0]
+
+    def all(self, status: str | None = None) -> list[BankEntry]:
+        """Every entry (or those with ``status``), sorted by id."""
+        table = self._tbl.to_arrow()
+        if status is not None:
+            table = table.filter(pc.equal(table.column("status"), status))
+        return _to_entries(table)
+
+    def _search(self, text: str, threshold: float, limit: int, where: str) -> list[tuple[BankEntry, float]]:
+        n = len(self)
+        if n == 0 or limit <= 0:
+            return []
+        query = self.embedder.embed([text])[0]
+        if not np.any(query):  # a text with no words: cosine is undefined, so nothing is similar
+            return []
+        hits = (
+            self._tbl.search(query, vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)  # filter first, so k active rows come back, not k rows
+            .limit(min(limit, n))
+            .to_arrow()
+        )
+        sims = [1.0 - float(d) for d in hits.column("_distance").to_pylist()]
+        ids = hits.column("id").to_pylist()
+        by_id = {e.id: e for e in _to_entries(hits)}
+        out = [(by_id[i], s) for i, s in zip(ids, sims) if s >= threshold]
+        # Best first; equal similarities by id, so ties come back in the same order every run.
+        out.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return out
+
+    def retrieve(self, query: str, k: int, threshold: float, task_type: str | None = None
+                 ) -> list[tuple[BankEntry, float]]:
+        """Up to ``k`` active entries with cosine similarity >= ``threshold`` to ``query``, best first."""
+        return self._search(query, threshold, k, self._active_for(task_type))
+
+    def similar(self, text: str, threshold: float, task_type: str | None = None) -> list[tuple[BankEntry, float]]:
+        """Every active entry with similarity >= ``threshold`` to ``text`` (merging, coverage)."""
+        return self._search(text, threshold, len(self), self._active_for(task_type))
+
+    @staticmethod
+    def _active_for(task_type: str | None) -> str:
+        """Active entries written for ``task_type`` or for any task type (``task_type = 'any'``)."""
+        where = "status = 'active'"
+        if task_type is not None:
+            where += f" AND (task_type = {sql_string(task_type)} OR task_type = {sql_string(ANY_TASK_TYPE)})"
+        return where
+
+    # ----- versions -----------------------------------------------------------------------
+    def version(self) -> int:
+        return self._tbl.version
+
+    def checkout(self, version: int) -> list[BankEntry]:
+        """The rows as of ``version``, read through a separate handle.
+
+        ``Table.checkout`` would pin *this* handle to the old version and make every later write
+        fail, so the live table is never checked out.
+        """
+        db = lancedb.connect(self.folder)
+        return _to_entries(db.open_table(self.name, version=version).to_arrow())
+
+    def restore(self, version: int) -> None:
+        """Make the live table equal to ``version`` (as a new version; history is kept)."""
+        self._tbl.restore(version)
+        self._last_issued = 0  # ids issued after ``version`` are free again (see next_id)
+
+    def optimize(self) -> None:
+        """Compact data files and delete every old version (checkout/restore of them then fail)."""
+        with warnings.catch_warnings():
+            # LanceDB warns that cleanup_older_than=0 breaks concurrent readers of old versions;
+            # this is only called explicitly, between rounds, which is exactly when that is wanted.
+            warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+            self._tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+    # ----- export -------------------------------------------------------------------------
+    def snapshot(self, path: Path) -> Path:
+        """Write the whole table (vectors included) to Parquet atomically; returns ``path``.
+
+        Written to a temporary file in the same folder and renamed, so a reader (DVC, a crashed
+        run's resume) sees either the old snapshot or the complete new one, never half a file.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = self._tbl.to_arrow()
+        table = table.take(pc.sort_indices(table, sort_keys=[("id", "ascending")]))
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path

@@ -1,0 +1,155 @@
+"""EDGE's arithmetic: marginal contribution, credit, reverse-KL distillation, pruning, synthesis."""
+
+import math
+
+import pytest
+import torch
+
+from edge.algorithms.contribution import credit_by_entry, ema_utility, group_contributions, summary
+from edge.algorithms.distill import reverse_kl_exact, reverse_kl_sampled_loss
+from edge.bank.entry import BankEntry
+from edge.bank.pruning import PruneRules, prune_decisions
+from edge.bank.synthesis import TemplateSynthesizer, failures_by_signature, synthesize, where_seen
+from edge.envs.household import expert_plan, generate_tasks, make_env
+from edge.policy.actor import Decision
+from edge.rollout import Experience, StepRecord, Trajectory
+
+TASK = generate_tasks("train", 1, seed=0)[0]
+
+
+def traj(group, member, reward, conditioned=False, entries=("g1",)):
+    exp = Experience("try : x .", list(entries)) if conditioned else None
+    return Trajectory(f"{group}/m{member}", TASK, group, member, conditioned, exp, won=reward == 1.0,
+                      score=reward, reward=reward)
+
+
+def test_delta_credit_and_utility_on_hand_made_groups():
+    trajs = [traj("A", 0, 1.0, True), traj("A", 1, 1.0, True), traj("A", 2, 0.0), traj("A", 3, 1.0),
+             traj("B", 0, 0.0, True, ("g1", "g2")), traj("B", 1, 0.0, True, ("g1", "g2")),
+             traj("B", 2, 1.0), traj("B", 3, 0.0),
+             traj("C", 0, 1.0), traj("C", 1, 0.0)]  # all plain: nothing retrieved, no Delta
+    contributions = {c.group_id: c for c in group_contributions(trajs)}
+    assert set(contributions) == {"A", "B"}
+    assert contributions["A"].delta == pytest.approx(0.5) and contributions["A"].credit == pytest.approx(0.5)
+    assert contributions["B"].delta == pytest.approx(-0.5) and contributions["B"].credit == 0.0
+    assert contributions["A"].success_plain == 0.5 and contributions["A"].success_conditioned == 1.0
+    credits = credit_by_entry(list(contributions.values()))
+    assert credits["g1"].deltas == [0.5, -0.5] and credits["g2"].deltas == [-0.5]
+    # u <- (1 - eta) u + eta * Delta, once per group: 0 -> 0.15 -> 0.105 - 0.15
+    assert ema_utility(0.0, [0.5, -0.5], eta=0.3) == pytest.approx(-0.045)
+    stats = summary(list(contributions.values()), n_groups=3)
+    assert stats["delta_mean"] == pytest.approx(0.0) and stats["delta_positive_share"] == 0.5
+    assert stats["retrieval_hit_rate"] == pytest.approx(2 / 3)
+
+
+def test_reverse_kl_exact_by_hand_and_zero_at_equality():
+    student = torch.log(torch.tensor([0.5, 0.3, 0.2]))
+    teacher = torch.log(torch.tensor([0.2, 0.5, 0.3]))
+    expected = 0.5 * math.log(0.5 / 0.2) + 0.3 * math.log(0.3 / 0.5) + 0.2 * math.log(0.2 / 0.3)
+    assert float(reverse_kl_exact(student, teacher)) == pytest.approx(expected, rel=1e-6)
+    assert float(reverse_kl_exact(student, student)) == pytest.approx(0.0, abs=1e-7)
+    surrogate, value = reverse_kl_sampled_loss(student[1:2], teacher[1:2])
+    assert value == pytest.approx(math.log(0.3 / 0.5), rel=1e-6)
+
+
+def test_a_gradient_step_moves_the_student_toward_the_teacher():
+    teacher = torch.log_softmax(torch.tensor([2.0, 0.0, -1.0]), dim=0)
+    logits = torch.tensor([0.0, 1.0, 0.5], requires_grad=True)
+    kl_before = float(reverse_kl_exact(torch.log_softmax(logits, 0), teacher).detach())
+    reverse_kl_exact(torch.log_softmax(logits, 0), teacher).backward()
+    with torch.no_grad():
+        logits -= 0.5 * logits.grad
+    assert float(reverse_kl_exact(torch.log_softmax(logits, 0), teacher)) < kl_before
+    # Sampled estimator: actions drawn from the student, surrogate gradient, same direction on average.
+    torch.manual_seed(0)
+    logits = torch.tensor([0.0, 1.0, 0.5], requires_grad=True)
+    logp = torch.log_softmax(logits, 0)
+    actions = torch.multinomial(logp.exp().detach(), 4000, replacement=True)
+    surrogate = sum(reverse_kl_sampled_loss(logp[a:a + 1], teacher[a:a + 1])[0] for a in actions.tolist()) / 4000
+    surrogate.backward()
+    with torch.no_grad():
+        logits -= 0.5 * logits.grad
+    assert float(reverse_kl_exact(torch.log_softmax(logits, 0), teacher)) < kl_before
+
+
+def entry(**changes) -> BankEntry:
+    base = dict(id="g1", text="try : x .", kind="try", task_type="t", signature="t|x|not_found", created_round=0,
+                last_used_round=5, uses=5, utility=0.2, positive_credit=1.0,
+                history_rounds=[3, 4, 5], history_success_plain=[0.2, 0.3, 0.3],
+                history_success_conditioned=[0.8, 0.8, 0.8])
+    base.update(changes)
+    return BankEntry(**base)
+
+
+RULES = PruneRules(min_uses=4, min_utility=0.0, window=3, tolerance=0.05, stale_rounds=6, max_size=3)
+
+
+@pytest.mark.parametrize("case, reason", [
+    # helped once, plain success has caught up with conditioned over the window
+    (dict(history_success_plain=[0.7, 0.8, 0.8], history_success_conditioned=[0.8, 0.8, 0.8]), "internalized"),
+    (dict(utility=-0.1, positive_credit=0.0), "not_helping"),
+    (dict(last_used_round=-1, created_round=0), "stale"),
+])
+def test_each_pruning_rule_fires_on_its_case(case, reason):
+    assert prune_decisions([entry(**case)], round_index=6, rules=RULES) == {"g1": reason}
+
+
+@pytest.mark.parametrize("neighbour", [
+    # plain success still clearly behind: keeps helping, not internalized
+    dict(history_success_plain=[0.6, 0.7, 0.7]),
+    # caught up, but over fewer rounds than the window
+    dict(history_rounds=[5], history_success_plain=[0.8], history_success_conditioned=[0.8]),
+    # low utility but too few uses to judge
+    dict(utility=-0.1, positive_credit=0.0, uses=3, history_rounds=[5], history_success_plain=[0.0],
+         history_success_conditioned=[0.0]),
+    # used 5 rounds ago with a stale limit of 6
+    dict(last_used_round=0),
+])
+def test_pruning_rules_do_not_fire_on_neighbours(neighbour):
+    assert prune_decisions([entry(**neighbour)], round_index=5, rules=RULES) == {}
+
+
+def test_size_cap_evicts_lowest_utility():
+    utilities = [0.5, 0.1, 0.9, 0.3]
+    entries = [entry(id=f"g{i}", utility=u, history_success_plain=[0.0] * 3) for i, u in enumerate(utilities)]
+    assert prune_decisions(entries, round_index=5, rules=RULES) == {"g1": "size_cap"}
+
+
+def played(task, actions):
+    env = make_env()
+    first = env.reset(task)
+    t = Trajectory(f"{task.task_id}/m0", task, task.task_id, 0, False, None)
+    obs, adm = first.observation, first.admissible_actions
+    for a in actions:
+        t.steps.append(StepRecord(obs, adm, Decision(a, [], None, -1, None, [0.0])))
+        out = env.step(a)
+        obs, adm = out.observation, out.info.admissible_actions
+        t.won, t.score, t.reward = out.info.won, out.info.score, out.info.score
+        if out.done:
+            break
+    return t
+
+
+def test_synthesis_contrasts_failures_with_what_the_round_saw():
+    tasks = generate_tasks("train", 30, seed=4)
+    task = next(t for t in tasks if t.task_type == "pick_and_place_simple")
+    plan = expert_plan(task)
+    failed = played(task, [a for a in plan if a.startswith("go to")][:1] + ["look"] * 3)  # never takes
+    success = played(task, plan)
+    assert success.won and not failed.won
+    failures = failures_by_signature([failed, success])
+    obj = task.spec["goal"]["object"]
+    assert [f.signature for f in failures] == [f"pick_and_place_simple|{obj}|not_found"]
+    seen = where_seen([failed, success])
+    where = dict(task.spec["objects"])[next(o for o, _ in task.spec["objects"] if o.startswith(obj + " "))]
+    assert seen[obj][where.rsplit(" ", 1)[0]] >= 1
+    ids = iter(["g7"])
+    [new] = synthesize([failed, success], TemplateSynthesizer(),
+                       round_index=2, new_id=lambda: next(ids))
+    assert new.id == "g7" and new.kind == "try" and new.created_round == 2
+    assert new.text.startswith(f"try : look for {obj} in ") and where.rsplit(" ", 1)[0] in new.text
+    assert new.provenance == [failed.traj_id] and new.signature == failures[0].signature
+    assert not any(ch.isdigit() for ch in new.text)  # object ids abstracted
+    # A signature already covered by an active entry gets nothing new.
+    assert synthesize([failed, success], TemplateSynthesizer(),
+                      2, lambda: "g8", covered=lambda sig, text: True) == []
