@@ -23,9 +23,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $@
 
-# The main job on the embedded default.
+# The main job on the embedded default: task files, warm start, EDGE and GRPO trainings, comparison.
 run: install
-	$(BIN)/edge env demo --episodes 200 --seed 0
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+	$(BIN)/edge summary
 
 test: install
 	$(BIN)/ruff check edge flows tests benchmarks

@@ -124,16 +124,21 @@ def train_cmd(
     env: str = typer.Option(None, help="Environment (default: train.env)."),
     rounds: int = typer.Option(None, min=1, help="Rounds (default: train.rounds)."),
     seed: int = typer.Option(None, help="Seed (default: seed)."),
+    run_name: str = typer.Option(None, help="Run folder name under train.runs_dir (default <env>-<method>-s<seed>)."),
     params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
     set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set grpo.lr=5e-4."),
+    prefect: bool = typer.Option(False, help="Run through the Prefect flow (in-process, ephemeral server)."),
+    track: bool = typer.Option(True, help="Log to MLflow."),
+    export: Path = typer.Option(None, help="Also copy metrics.json, curve.json and plots here (DVC reads them)."),
 ) -> None:
     """Train for R rounds (resuming a run folder that already has some), printing each round."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from edge.train import train
+    from edge.pipeline import run_pipeline
 
     overrides = list(set_ or [])
-    for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed)):
+    for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed),
+                       ("train.run_name", run_name)):
         if value is not None:
             overrides.append(f"{key}={value}")
     cfg = _params(params, overrides)
@@ -167,10 +172,60 @@ def train_cmd(
             progress.advance(bar)
 
         try:
-            run = train(cfg, on_round=report)
-        except (ValueError, FileNotFoundError, NotImplementedError) as err:
+            if prefect:
+                from flows.edge_training import PREFECT_STAGES
+
+                result = run_pipeline(cfg, stages=PREFECT_STAGES, track=track, on_round=report)
+            else:
+                result = run_pipeline(cfg, track=track, on_round=report)
+        except (ValueError, FileNotFoundError) as err:
             _fail(str(err))
-    console.print(f"run folder: {run.folder}")
+    if export is not None:
+        import shutil
+
+        export.mkdir(parents=True, exist_ok=True)
+        folder = Path(result["run_folder"])
+        for path in [folder / "metrics.json", folder / "curve.json", *sorted((folder / "plots").glob("*.png"))]:
+            shutil.copy2(path, export / path.name)
+    console.print(f"run folder: {result['run_folder']}")
+
+
+@app.command("compare")
+def compare_cmd(
+    runs: list[Path] = typer.Argument(..., help="Run folders to compare (each with metrics.json)."),
+    out: Path = typer.Option(Path("results/compare"), help="Folder for compare.json and compare.png."),
+) -> None:
+    """Compare finished runs: a table and a plot (DVC stage `compare`)."""
+    from edge.pipeline import compare_runs
+
+    missing = [str(r) for r in runs if not (r / "metrics.json").exists()]
+    if missing:
+        _fail(f"no metrics.json in {', '.join(missing)}: train those runs first")
+    compare_runs(runs, out)
+    summary_cmd(out / "compare.json")
+
+
+@app.command("summary")
+def summary_cmd(compare_file: Path = typer.Argument(Path("results/compare/compare.json"))) -> None:
+    """Print the comparison table: plain and scaffolded success, retention, EDGE - GRPO."""
+    if not compare_file.exists():
+        _fail(f"{compare_file} does not exist; run `dvc repro` (or `edge compare`) first")
+    data = json.loads(compare_file.read_text())
+    table = Table(title="test_seen success at the last evaluated round")
+    for column in ("method", "seed", "base", "plain", "with bank", "retention"):
+        table.add_column(column)
+
+    def pct(v):
+        return "-" if v is None else f"{v:.1%}"
+
+    for m in data["runs"]:
+        table.add_row(m["method"], str(m["seed"]), pct(m.get("test_seen_base_plain")), pct(m.get("test_seen_plain")),
+                      pct(m.get("test_seen_with_bank")), pct(m.get("test_seen_retention")))
+    console.print(table)
+    if "edge_minus_grpo_plain" in data:
+        console.print(f"EDGE - GRPO (plain success): {data['edge_minus_grpo_plain'] * 100:+.1f} points")
+    console.print("Next: `.venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/mlflow.db` (compare runs), "
+                  "`.venv/bin/dvc plots show` (curves), `.venv/bin/edge bank ls --run runs/edge` (the bank).")
 
 
 @app.command("eval")
@@ -310,6 +365,56 @@ def bank_diff(
         console.print(f"  = {entry_id} {reason}", highlight=False)
     for entry_id, reason in changes["pruned"].items():
         console.print(f"  - {entry_id} pruned: {reason}  ({after[entry_id].text})", highlight=False)
+
+
+@app.command("serve")
+def serve_cmd(
+    port: int = typer.Option(4200, help="Port of the Prefect server on 127.0.0.1."),
+    params: Path = typer.Option(Path("params.yaml"), help="Parameters file the deployments train with."),
+) -> None:
+    """Start a Prefect server on 127.0.0.1 (state in ./.prefect) and serve the edge-training deployments:
+    default (EDGE), grpo-baseline and the ablations. Then, in another shell:
+    PREFECT_API_URL=http://127.0.0.1:4200/api prefect deployment run 'edge-training/default' --param rounds=2"""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    home = Path(os.environ.get("PREFECT_HOME", Path.cwd() / ".prefect")).resolve()
+    api = f"http://127.0.0.1:{port}/api"
+    env = os.environ | {"PREFECT_HOME": str(home), "PREFECT_API_URL": api,
+                        "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    prefect_bin = Path(sys.executable).with_name("prefect")
+    server = subprocess.Popen([str(prefect_bin), "server", "start", "--host", "127.0.0.1", "--port", str(port),
+                               "--analytics-off"], env=env)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{api}/health", timeout=2):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    _fail(f"the Prefect server did not come up on {api}")
+                time.sleep(1)
+        os.environ.update({"PREFECT_HOME": str(home), "PREFECT_API_URL": api})
+        from prefect import serve
+
+        from flows.edge_training import DEPLOYMENTS, edge_training
+
+        path = str(params.resolve())
+        deployments = [edge_training.to_deployment(name=name, parameters={"params_path": path, **values})
+                       for name, values in DEPLOYMENTS.items()]
+        console.print(f"Prefect server: {api[:-4]}  deployments: "
+                      + ", ".join(f"edge-training/{n}" for n in DEPLOYMENTS))
+        serve(*deployments)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 @data_app.command("prepare")

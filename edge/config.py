@@ -177,16 +177,16 @@ class BankConfig(_Section):
     """``minilm``: all-MiniLM-L6-v2, offline; ``hash``: fast deterministic word hashing (tests)."""
     top_k: int = Field(2, ge=1)
     """Entries retrieved per task."""
-    similarity_threshold: float = Field(0.35, ge=-1, le=1)
-    """Retrieved entries must be at least this similar to the task; else the group stays plain."""
+    similarity_threshold: float = Field(0.4, ge=-1, le=1)
+    """Retrieved entries' keys (their subject, e.g. "apple") must be at least this similar to the
+    task's instruction; else the group stays plain."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
-    coverage_threshold: float = Field(0.85, ge=-1, le=1)
-    """A failure signature is covered when an active entry is this similar to the new guidance."""
     merge_threshold: float = Field(0.95, ge=-1, le=1)
-    """Near-duplicates above this similarity are merged into the existing entry."""
+    """New guidance at least this similar (by text) to an active entry of its task type is merged
+    into it; a failure signature that an active entry already answers gets nothing new."""
     max_chars: int = Field(300, ge=20)
     """Guidance length cap after sanitising."""
     synthesizer: Literal["template", "lm"] = "template"

@@ -23,7 +23,7 @@ import random
 import resource
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -74,7 +74,6 @@ class Run:
     _policy: Policy | None = None
     _policy_round: int | None = None
     _optimizer: torch.optim.Optimizer | None = None
-    timings: dict = field(default_factory=dict)
     _bank: object = None
 
     @property
@@ -168,7 +167,7 @@ class Run:
 
 
 # ----- stages --------------------------------------------------------------------------------
-def collect_stage(run: Run, k: int, progress=None) -> Path:
+def collect_stage(run: Run, k: int) -> Path:
     out = run.round_dir(k) / "rollouts.parquet"
     if out.exists():
         return out
@@ -182,11 +181,13 @@ def collect_stage(run: Run, k: int, progress=None) -> Path:
     if run.settings.use_bank:
         experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t)) is not None}
         conditioned = round(run.settings.rho * cfg.group_size)
-    run.timings[(k, "retrieval")] = time.perf_counter() - retrieval_started
+    retrieval_seconds = time.perf_counter() - retrieval_started
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, generator, experiences=experiences,
-                           conditioned_per_group=conditioned, max_steps=cfg.max_steps, progress=progress)
+                           conditioned_per_group=conditioned, max_steps=cfg.max_steps)
+    # Timings go to disk before the completion marker, so a resumed run still reports them.
+    write_json(run.round_dir(k) / "collect.json", {"collect_seconds": time.perf_counter() - started,
+                                                  "retrieval_seconds": retrieval_seconds})
     write_rollouts(trajectories, out)
-    run.timings[(k, "collect")] = time.perf_counter() - started
     return out
 
 
@@ -257,19 +258,23 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
         active = bank.all("active")
 
         def covered(signature: str, text: str) -> bool:
-            # Answered already: the same signature, or a close (not identical) active entry.
-            task_type = signature.split("|", 1)[0]
-            return any(e.signature == signature for e in active) or any(
-                score < cfg.merge_threshold for _, score in bank.similar(text, cfg.coverage_threshold, task_type))
+            return any(e.signature == signature for e in active)
 
         for entry in synthesize(trajectories, synthesizer, k, bank.next_id, cfg.max_chars, covered):
-            twins = bank.similar(entry.text, cfg.merge_threshold, entry.task_type)
-            if twins:
-                target = twins[0][0]
-                target.provenance = sorted(set(target.provenance) | set(entry.provenance))
-                bank.upsert([target])
-                entry.status, entry.prune_reason, entry.status_round = "merged", f"merged into {target.id}", k
-                merged.append({"id": entry.id, "into": target.id, "signature": entry.signature})
+            # Near-duplicate: the same advice (by text similarity) already active for this task type.
+            peers = [e for e in active if e.task_type in (entry.task_type, "any")]
+            twin = None
+            if peers:
+                vectors = bank.embedder.embed([entry.text] + [e.text for e in peers])
+                scores = vectors[1:] @ vectors[0]
+                best = int(scores.argmax())
+                if scores[best] >= cfg.merge_threshold:
+                    twin = peers[best]
+            if twin is not None:
+                twin.provenance = sorted(set(twin.provenance) | set(entry.provenance))
+                bank.upsert([twin])
+                entry.status, entry.prune_reason, entry.status_round = "merged", f"merged into {twin.id}", k
+                merged.append({"id": entry.id, "into": twin.id, "signature": entry.signature})
             else:
                 added.append({"id": entry.id, "kind": entry.kind, "signature": entry.signature, "text": entry.text,
                               "provenance": entry.provenance})
@@ -328,7 +333,11 @@ def update_stage(run: Run, k: int) -> Path:
         if distill:
             samples = samples + distill
             extra_loss = make_distill_loss(run.settings.distill_coef, run.params.distill.estimator)
-    losses = policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss) if samples else {}
+    # Every round reports every loss, also when no group carried signal (then nothing is updated).
+    losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
+              "distill_kl": 0.0, "grad_norm": 0.0}
+    if samples:
+        losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss)
     # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.
     tmp = out.with_name("checkpoint.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -354,8 +363,7 @@ def update_stage(run: Run, k: int) -> Path:
                       for s in samples) * g.epochs,
         **group_stats, **losses,
         "update_seconds": time.perf_counter() - started,
-        "collect_seconds": run.timings.get((k, "collect")),
-        "retrieval_seconds": run.timings.get((k, "retrieval")),
+        **json.loads((run.round_dir(k) / "collect.json").read_text()),
         "peak_memory_mb": peak_memory_mb(),
     }
     write_json(metrics_file, metrics)
@@ -378,7 +386,7 @@ def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None) -> dict:
     return result
 
 
-def evaluate_stage(run: Run, k: int, force: bool = False, progress=None) -> Path | None:
+def evaluate_stage(run: Run, k: int, force: bool = False) -> Path | None:
     cfg = run.params.eval
     last = k == run.params.train.rounds - 1
     out = run.round_dir(k) / "eval.json"
@@ -391,8 +399,7 @@ def evaluate_stage(run: Run, k: int, force: bool = False, progress=None) -> Path
         if version is not None and run.bank().version() != version:
             raise RuntimeError(f"bank is at version {run.bank().version()}, round {k} ended at {version}: "
                                "evaluate rounds in order")
-    result = {"round": k, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, k, "evaluate"),
-                                            progress)}
+    result = {"round": k, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, k, "evaluate"))}
     result["eval_seconds"] = time.perf_counter() - started
     write_json(out, result)
     return out
@@ -433,8 +440,19 @@ def round_summary(run: Run, k: int) -> dict:
     return out
 
 
-def train(params: EdgeParams, on_round=None, progress=None) -> Run:
-    """Run (or resume) every round of ``params.train``; ``on_round(k, summary, run)`` after each."""
+STAGES = {
+    "collect": collect_stage, "score": score_stage, "update_bank": update_bank_stage,
+    "distill": update_stage, "evaluate": evaluate_stage,
+}
+"""The stage functions of one round, in order; the Prefect flow passes task-wrapped versions."""
+
+
+def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None = None) -> Run:
+    """Run (or resume) every round of ``params.train``; ``on_round(k, summary, run)`` after each.
+
+    ``stages`` replaces the stage functions (same names and signatures as ``STAGES``), which is how
+    the Prefect flow runs each stage as a task while this loop stays the one place the order lives."""
+    stages = {**STAGES, **(stages or {})}
     torch.manual_seed(params.seed)
     run = Run.open(params)
     if run.settings.use_bank and -1 not in run.bank_versions():
@@ -442,11 +460,11 @@ def train(params: EdgeParams, on_round=None, progress=None) -> Run:
         run.record_bank_version(-1)
     baseline_eval(run, progress)
     for k in range(params.train.rounds):
-        collect_stage(run, k, progress)
-        score_stage(run, k)
-        update_bank_stage(run, k)
-        update_stage(run, k)
-        evaluate_stage(run, k, progress=progress)
+        stages["collect"](run, k)
+        stages["score"](run, k)
+        stages["update_bank"](run, k)
+        stages["distill"](run, k)
+        stages["evaluate"](run, k)
         if on_round:
             on_round(k, round_summary(run, k), run)
     return run

@@ -20,6 +20,11 @@ class BankEntry:
     """Task family the entry was written for (retrieval pre-filters on it)."""
     signature: str
     """The failure signature it answers, e.g. ``pick_heat_then_place_in_recep|apple|not_found``."""
+    key: str = ""
+    """What the entry is retrieved by: its subject (the object kind or product type it is about).
+    Retrieval compares a new task's instruction with this key, not with the advice text, so advice
+    about apples comes back for apple tasks and not for soapbar tasks (all-MiniLM-L6-v2: about 0.5-0.7
+    for the right subject, at most about 0.3 for others). Empty: the text itself is the key."""
     vector: list[float] = field(default_factory=list)
     utility: float = 0.0
     """EMA of the marginal contribution of the groups that saw it: u <- (1-eta) u + eta * Delta."""

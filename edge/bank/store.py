@@ -46,6 +46,7 @@ def bank_schema(dim: int = EMBED_DIM, embedder: str | None = None) -> pa.Schema:
         pa.field("kind", pa.string(), nullable=False),
         pa.field("task_type", pa.string(), nullable=False),
         pa.field("signature", pa.string(), nullable=False),
+        pa.field("key", pa.string(), nullable=False),
         pa.field("vector", pa.list_(pa.float32(), dim), nullable=False),
         pa.field("utility", pa.float64(), nullable=False),
         pa.field("uses", pa.int64(), nullable=False),
@@ -137,7 +138,7 @@ class ExperienceBank:
     def _with_vectors(self, entries: list[BankEntry]) -> list[BankEntry]:
         """Copies of the entries, with vectors computed for those that have none."""
         todo = [e for e in entries if not len(e.vector)]
-        vecs = self.embedder.embed([e.text for e in todo]) if todo else np.zeros((0, self.embedder.dim))
+        vecs = self.embedder.embed([e.key or e.text for e in todo]) if todo else np.zeros((0, self.embedder.dim))
         filled = {id(e): v.tolist() for e, v in zip(todo, vecs)}
         out = []
         for e in entries:

@@ -124,7 +124,7 @@ def template_guidance(failure: Failure, seen: dict[str, Counter],
         return "try", guidance.take_to_lamp(obj, goal["target"])
     if failure.pattern == "second_missing":
         return "try", guidance.second_object(obj, goal["target"])
-    return "try", guidance.place_when_holding(obj, goal["target"])
+    return None  # held it but never placed it: the round shows nothing to contrast with
 
 
 class TemplateSynthesizer:
@@ -202,7 +202,7 @@ def synthesize(trajectories: list[Trajectory], synthesizer, round_index: int, ne
             continue
         entries.append(BankEntry(
             id=new_id(), text=clean, kind=kind, task_type="any" if guidance.is_generic(clean) else failure.task_type,
-            signature=failure.signature,
+            signature=failure.signature, key=failure.subject,
             created_round=round_index, provenance=[t.traj_id for t in failure.trajectories],
             synthesizer=synthesizer.name))
     return entries

@@ -1,0 +1,86 @@
+"""A whole training run as users drive it: the rounds, MLflow tracking, plots and DVC outputs.
+
+``run_pipeline`` is what the Prefect flow, ``dvc repro`` and ``edge train`` all end up calling. It
+adds to ``edge.train.train`` what a person wants afterwards: every per-round metric in MLflow, the
+bank snapshots and plots as artifacts, and ``metrics.json`` / ``curve.json`` for DVC.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from edge.config import EdgeParams
+from edge.plots import run_plots
+from edge.train import Run, round_summary, train, write_json
+
+
+def collect_rows(run: Run) -> list[dict]:
+    rows = []
+    for k in range(run.params.train.rounds):
+        if (run.round_dir(k) / "train_metrics.json").exists():
+            rows.append(round_summary(run, k))
+    return rows
+
+
+def final_metrics(run: Run, rows: list[dict]) -> dict:
+    """The last evaluated round's numbers, flat, for `dvc metrics show` and the summary table."""
+    last = next((r for r in reversed(rows) if any(k.startswith("eval_") for k in r)), {})
+    base = json.loads((run.folder / "eval_base.json").read_text())
+    out = {"method": run.params.train.method, "env": run.params.train.env, "seed": run.params.seed,
+           "rounds": len(rows), "last_evaluated_round": last.get("round")}
+    for split in run.params.eval.splits:
+        out[f"{split}_base_plain"] = base[split]["plain"]["success"]
+        for key in ("plain", "with_bank", "retention"):
+            out[f"{split}_{key}"] = last.get(f"eval_{split}_{key}")
+    return out
+
+
+def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = True, on_round=None) -> dict:
+    tracker = None
+    if track:
+        from edge.tracking import Tracker, params_dict
+
+        run_folder = Run.open(params).folder
+        tracker = Tracker(run_folder, params_dict(params))
+
+    def after_round(k: int, summary: dict, run: Run) -> None:
+        if tracker:
+            tracker.log_round(k, summary, run.round_dir(k))
+        if on_round:
+            on_round(k, summary, run)
+
+    run = train(params, on_round=after_round, stages=stages)
+    rows = collect_rows(run)
+    write_json(run.folder / "curve.json", rows)
+    metrics = final_metrics(run, rows)
+    write_json(run.folder / "metrics.json", metrics)
+    title = f"{params.train.env} / {params.train.method} / seed {params.seed}"
+    plots = run_plots(rows, run.folder / "plots", title)
+    if tracker:
+        tracker.log_files(plots, "plots")
+        tracker.log_files([run.folder / "metrics.json", run.folder / "curve.json"], "summary")
+        tracker.finish()
+    return metrics | {"run_folder": str(run.folder)}
+
+
+def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
+    """The `compare` stage: a table and a plot across methods (paired by seed and tasks)."""
+    from edge.plots import compare_plot
+
+    table, curves = [], {}
+    for folder in run_folders:
+        metrics = json.loads((Path(folder) / "metrics.json").read_text())
+        rows = json.loads((Path(folder) / "curve.json").read_text())
+        table.append(metrics)
+        curves[f"{metrics['method']} s{metrics['seed']}"] = [
+            (r["round"], r["eval_test_seen_plain"], r.get("eval_test_seen_with_bank"))
+            for r in rows if r.get("eval_test_seen_plain") is not None]
+    by_method = {m["method"]: m for m in table}
+    summary = {"runs": table}
+    if "edge" in by_method and "grpo" in by_method:
+        summary["edge_minus_grpo_plain"] = by_method["edge"]["test_seen_plain"] - by_method["grpo"]["test_seen_plain"]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / "compare.json", summary)
+    compare_plot(curves, out_dir / "compare.png", "EDGE vs GRPO (test_seen)")
+    return summary

@@ -1,0 +1,63 @@
+"""The figures people look at: success with and without the bank per round, bank growth, Delta."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; no display here or in CI
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def run_plots(rows: list[dict], folder: Path, title: str) -> list[Path]:
+    """``rows``: the per-round summaries of one run (``edge.train.round_summary``)."""
+    out = []
+    rounds = [r["round"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for key, label, style in (("eval_test_seen_plain", "plain (no bank)", "o-"),
+                              ("eval_test_seen_with_bank", "with bank", "s--"),
+                              ("train_success_plain", "train, plain", ":")):
+        points = [(r["round"], r[key]) for r in rows if r.get(key) is not None]
+        if points:
+            ax.plot(*zip(*points), style, label=label)
+    ax.set(xlabel="round", ylabel="success", title=f"{title}: success", ylim=(0, 1))
+    ax.legend()
+    out.append(_save(fig, folder / "success.png"))
+    if any("bank_size" in r for r in rows):
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        ax.plot(rounds, [r.get("bank_size", 0) for r in rows], "o-", label="active entries")
+        ax.bar(rounds, [r.get("entries_added", 0) for r in rows], alpha=0.4, label="added")
+        ax.bar(rounds, [-r.get("entries_pruned", 0) for r in rows], alpha=0.4, label="pruned")
+        ax.set(xlabel="round", ylabel="entries", title=f"{title}: bank")
+        ax.legend()
+        out.append(_save(fig, folder / "bank.png"))
+        fig, ax = plt.subplots(figsize=(6, 3.6))
+        ax.plot(rounds, [r.get("delta_mean", 0) for r in rows], "o-", label="mean Delta")
+        ax.plot(rounds, [r.get("delta_positive_share", 0) for r in rows], "s--", label="share Delta > 0")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set(xlabel="round", title=f"{title}: marginal contribution")
+        ax.legend()
+        out.append(_save(fig, folder / "delta.png"))
+    return out
+
+
+def compare_plot(curves: dict[str, list[tuple[int, float, float | None]]], path: Path, title: str) -> Path:
+    """Plain (solid) and with-bank (dashed) success per round for several methods."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for method, points in curves.items():
+        line, = ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=f"{method} plain")
+        banked = [(p[0], p[2]) for p in points if p[2] is not None]
+        if banked:
+            ax.plot(*zip(*banked), "s--", color=line.get_color(), label=f"{method} with bank")
+    ax.set(xlabel="round", ylabel="test_seen success", title=title, ylim=(0, 1))
+    ax.legend()
+    return _save(fig, path)
