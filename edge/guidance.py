@@ -31,20 +31,18 @@ def find_in(obj: str, receptacle_kinds: list[str]) -> str:
     return entry("try", f"look for {obj} in {' , '.join(receptacle_kinds)}")
 
 
-def transform_first(verb: str, obj: str, tool: str, target: str) -> str:
-    return entry("try", f"{verb} the {obj} with the {tool} before you put it in {target}")
+# Entries name their subject (an object kind) but never a task's own target or lamp: an entry is
+# retrieved for other tasks about the same subject, whose targets differ.
+def transform_first(verb: str, obj: str, tool: str) -> str:
+    return entry("try", f"{verb} the {obj} with the {tool} before you put it in place")
 
 
-def take_to_lamp(obj: str, lamp: str) -> str:
-    return entry("try", f"take the {obj} to the {lamp} and use the {lamp}")
+def take_to_lamp(obj: str) -> str:
+    return entry("try", f"take the {obj} to the lamp and use the lamp")
 
 
-def second_object(obj: str, target: str) -> str:
-    return entry("try", f"after you put one {obj} in {target} , find the second {obj}")
-
-
-def place_when_holding(obj: str, target: str) -> str:
-    return entry("try", f"once you hold the {obj} , go to {target} and put it there")
+def second_object(obj: str) -> str:
+    return entry("try", f"after you put one {obj} in place , find the second {obj}")
 
 
 def avoid_searched_again() -> str:
@@ -88,11 +86,11 @@ def true_advice(task: Task) -> list[str]:
         likely = [k for k in OBJECT_KINDS[goal["object"]].likely if k in present]
         advice = [find_in(goal["object"], likely)] if likely else []
         if goal["type"] in TRANSFORM:
-            advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"], goal["target"]))
+            advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))
         elif goal["type"] == "look_at_obj_in_light":
-            advice.append(take_to_lamp(goal["object"], goal["target"]))
+            advice.append(take_to_lamp(goal["object"]))
         elif goal["type"] == "pick_two_obj_and_place":
-            advice.append(second_object(goal["object"], goal["target"]))
+            advice.append(second_object(goal["object"]))
         return advice
     if task.env == "shop":
         return [search_type_and_attributes(task.spec["product_type"]), click_options_first(), avoid_over_budget()]
@@ -111,8 +109,8 @@ def advised_receptacle_kinds(advice: list[str]) -> list[str]:
 def guidance_vocabulary() -> set[str]:
     """Words of every template (object and receptacle names come from the environments)."""
     samples = [
-        find_in("x", ["y", "z"]), transform_first("clean", "x", "y", "z"), take_to_lamp("x", "y"),
-        second_object("x", "y"), place_when_holding("x", "y"), avoid_searched_again(), open_closed(),
+        find_in("x", ["y", "z"]), transform_first("clean", "x", "y"), take_to_lamp("x"),
+        second_object("x"), avoid_searched_again(), open_closed(),
         search_type_and_attributes("x"), click_options_first(), avoid_over_budget(),
         "try avoid recover : . , heat cool clean",
     ]

@@ -119,11 +119,11 @@ def template_guidance(failure: Failure, seen: dict[str, Counter],
                         if s.decision.action.startswith(f"{verb} "))
         if not tools:
             return None
-        return "try", guidance.transform_first(verb, obj, tools.most_common(1)[0][0], goal["target"])
+        return "try", guidance.transform_first(verb, obj, tools.most_common(1)[0][0])
     if failure.pattern == "no_lamp":
-        return "try", guidance.take_to_lamp(obj, goal["target"])
+        return "try", guidance.take_to_lamp(obj)
     if failure.pattern == "second_missing":
-        return "try", guidance.second_object(obj, goal["target"])
+        return "try", guidance.second_object(obj)
     return None  # held it but never placed it: the round shows nothing to contrast with
 
 
