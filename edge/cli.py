@@ -134,7 +134,7 @@ def train_cmd(
     """Train for R rounds (resuming a run folder that already has some), printing each round."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from edge.pipeline import run_pipeline
+    from edge.pipeline import format_round, run_pipeline
 
     overrides = list(set_ or [])
     for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed),
@@ -147,35 +147,17 @@ def train_cmd(
         bar = progress.add_task(f"{cfg.train.env}/{cfg.train.method} rounds", total=cfg.train.rounds)
 
         def report(k: int, s: dict, run) -> None:
-            out = progress.console
-            evals = "  ".join(f"{k_[5:]}={v:.1%}" for k_, v in s.items() if k_.startswith("eval_") and v is not None)
-            conditioned = s.get("train_success_conditioned")
-            out.print(
-                f"round {k}: train plain {s['train_success_plain']:.1%}"
-                + (f" / conditioned {conditioned:.1%}" if conditioned is not None else "")
-                + f"  pg {s.get('pg_loss', 0):+.4f}  distill {s.get('distill_loss', 0):.4f}  kl {s.get('kl', 0):.4f}"
-                f"  samples {s['samples']}  {evals}  ({s['collect_seconds'] or 0:.0f}+{s['update_seconds']:.0f} s)",
-                highlight=False)
-            changes_file = run.round_dir(k) / "bank_changes.json"
-            if changes_file.exists():
-                changes = json.loads(changes_file.read_text())
-                out.print(f"  Delta mean {s['delta_mean']:+.3f}, Delta>0 in {s['delta_positive_share']:.0%} of "
-                          f"{s['retrieval_hit_rate']:.0%} retrieved groups; bank {changes['size_active']} active "
-                          f"(+{len(changes['added'])} added, {len(changes['merged'])} merged, "
-                          f"-{len(changes['pruned'])} pruned)", highlight=False)
-                for a in changes["added"]:
-                    out.print(f"  + {a['id']} [{a['signature']}] {a['text']}  from {', '.join(a['provenance'][:3])}"
-                              + (" ..." if len(a["provenance"]) > 3 else ""), highlight=False, markup=False)
-                for p_ in changes["pruned"]:
-                    out.print(f"  - {p_['id']} pruned ({p_['reason']}, utility {p_['utility']:+.3f}, "
-                              f"{p_['uses']} uses)", highlight=False)
+            for line in format_round(k, s, run):
+                progress.console.print(line, highlight=False, markup=False)
             progress.advance(bar)
 
         try:
             if prefect:
-                from flows.edge_training import PREFECT_STAGES
+                # The flow itself, in-process (Prefect's ephemeral server): every stage a task run.
+                from flows.edge_training import edge_training
 
-                result = run_pipeline(cfg, stages=PREFECT_STAGES, track=track, on_round=report)
+                progress.stop()
+                result = edge_training(params_path=str(params), overrides=overrides, track=track)
             else:
                 result = run_pipeline(cfg, track=track, on_round=report)
         except (ValueError, FileNotFoundError) as err:

@@ -36,6 +36,29 @@ def final_metrics(run: Run, rows: list[dict]) -> dict:
     return out
 
 
+def format_round(k: int, s: dict, run: Run) -> list[str]:
+    """What a person wants to see after a round: success, losses, Delta, and the bank's changes."""
+    evals = "  ".join(f"{key[5:]}={v:.1%}" for key, v in s.items() if key.startswith("eval_") and v is not None)
+    conditioned = s.get("train_success_conditioned")
+    lines = [f"round {k}: train plain {s['train_success_plain']:.1%}"
+             + (f" / conditioned {conditioned:.1%}" if conditioned is not None else "")
+             + f"  pg {s.get('pg_loss', 0):+.4f}  distill {s.get('distill_loss', 0):.4f}  kl {s.get('kl', 0):.4f}"
+             f"  samples {s['samples']}  {evals}  ({s['collect_seconds']:.0f}+{s['update_seconds']:.0f} s)"]
+    changes_file = run.round_dir(k) / "bank_changes.json"
+    if changes_file.exists():
+        changes = json.loads(changes_file.read_text())
+        lines.append(f"  Delta mean {s['delta_mean']:+.3f}, Delta>0 in {s['delta_positive_share']:.0%} of the "
+                     f"{s['retrieval_hit_rate']:.0%} of groups that retrieved; bank {changes['size_active']} active "
+                     f"(+{len(changes['added'])} added, {len(changes['merged'])} merged, "
+                     f"-{len(changes['pruned'])} pruned)")
+        for a in changes["added"]:
+            more = " ..." if len(a["provenance"]) > 3 else ""
+            lines.append(f"  + {a['id']} [{a['signature']}] {a['text']}  from {', '.join(a['provenance'][:3])}{more}")
+        for p in changes["pruned"]:
+            lines.append(f"  - {p['id']} pruned ({p['reason']}, utility {p['utility']:+.3f}, {p['uses']} uses)")
+    return lines
+
+
 def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = True, on_round=None) -> dict:
     tracker = None
     if track:
@@ -52,7 +75,8 @@ def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = T
 
     run = train(params, on_round=after_round, stages=stages)
     rows = collect_rows(run)
-    write_json(run.folder / "curve.json", rows)
+    # Rounds without an evaluation leave those keys out (DVC's plots skip missing keys, not nulls).
+    write_json(run.folder / "curve.json", [{k: v for k, v in r.items() if v is not None} for r in rows])
     metrics = final_metrics(run, rows)
     write_json(run.folder / "metrics.json", metrics)
     title = f"{params.train.env} / {params.train.method} / seed {params.seed}"

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 
 from edge import train as stages
 from edge.config import load_params, with_overrides
-from edge.pipeline import run_pipeline
+from edge.pipeline import format_round, run_pipeline
 
 # Our stages resume from their own outputs; Prefect's caching and result storage would duplicate that.
 TASK_OPTIONS = {"retries": 2, "retry_delay_seconds": 3, "cache_policy": NO_CACHE, "persist_result": False}
@@ -38,7 +38,7 @@ def edge_training(params_path: str = "params.yaml", method: str | None = None, e
             extra.append(f"{key}={value}")
     params = with_overrides(load_params(params_path), extra)  # ConfigError here fails the flow at once
     return run_pipeline(params, stages=PREFECT_STAGES, track=track,
-                        on_round=lambda k, s, run: print(f"round {k} done: {s.get('eval_test_seen_plain')}"))
+                        on_round=lambda k, summary, run: print("\n".join(format_round(k, summary, run))))
 
 
 # Deployments `edge serve` offers: (name, parameters).
