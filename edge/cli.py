@@ -263,8 +263,8 @@ def eval_cmd(
 
 def _bank_retriever(folder: Path, cfg):
     from edge.bank.embedder import make_embedder
+    from edge.bank.retrieval import retrieve_experience
     from edge.bank.store import ExperienceBank
-    from edge.guidance import experience_block
     from edge.rollout import Experience
 
     if not folder.is_dir():
@@ -272,8 +272,10 @@ def _bank_retriever(folder: Path, cfg):
     store = ExperienceBank.open(folder, make_embedder(cfg.bank.embedder))
 
     def experience_for(task):
-        found = store.retrieve(task.instruction, cfg.bank.top_k, cfg.bank.similarity_threshold, task.task_type)
-        return Experience(experience_block([e.text for e, _ in found]), [e.id for e, _ in found]) if found else None
+        b = cfg.bank
+        found = retrieve_experience(store, task.instruction, task.task_type, b.top_k, b.similarity_threshold,
+                                    b.key_must_match)
+        return Experience(*found) if found else None
 
     return experience_for
 

@@ -180,6 +180,9 @@ class BankConfig(_Section):
     similarity_threshold: float = Field(0.4, ge=-1, le=1)
     """Retrieved entries' keys (their subject, e.g. "apple") must be at least this similar to the
     task's instruction; else the group stays plain."""
+    key_must_match: bool = True
+    """Retrieve an entry only if the words of its key (its subject) all occur in the task's
+    instruction; embeddings alone confuse associated subjects (pillow / bed)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
     eta: float = Field(0.3, gt=0, le=1)

@@ -41,7 +41,6 @@ from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
 from edge.envs.registry import generate_tasks
 from edge.evaluate import evaluate, retention
-from edge.guidance import experience_block
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
 from edge.rollout import Experience, read_rollouts, rollout, write_rollouts
@@ -102,11 +101,12 @@ class Run:
 
     def experience_for(self, task: Task) -> Experience | None:
         """Retrieve E(x): the top-k active entries similar enough to the task, or None."""
+        from edge.bank.retrieval import retrieve_experience
+
         cfg = self.params.bank
-        found = self.bank().retrieve(task.instruction, cfg.top_k, cfg.similarity_threshold, task.task_type)
-        if not found:
-            return None
-        return Experience(experience_block([e.text for e, _ in found]), [e.id for e, _ in found])
+        found = retrieve_experience(self.bank(), task.instruction, task.task_type, cfg.top_k,
+                                    cfg.similarity_threshold, cfg.key_must_match)
+        return Experience(*found) if found else None
 
     @classmethod
     def open(cls, params: EdgeParams) -> Run:

@@ -1,0 +1,26 @@
+"""E(x): the experience block retrieved for a task, shared by training, evaluation and `edge eval`."""
+
+from __future__ import annotations
+
+import re
+
+from edge.bank.store import ExperienceBank
+
+_WORDS = re.compile(r"\w+|[^\w\s]+")
+
+
+def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
+                        key_must_match: bool = True) -> tuple[str, list[str]] | None:
+    """(experience text, entry ids) for a task, or None when nothing relevant is active.
+
+    Active entries of the task's type (or of any type) whose key is similar enough to the instruction,
+    best first. With ``key_must_match``, an entry's key words must also occur in the instruction:
+    embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed")."""
+    found = bank.retrieve(instruction, 4 * top_k, threshold, task_type)
+    if key_must_match:
+        words = set(_WORDS.findall(instruction.lower()))
+        found = [(e, score) for e, score in found if set(_WORDS.findall(e.key.lower())) <= words]
+    found = found[:top_k]
+    if not found:
+        return None
+    return " ".join(e.text for e, _ in found), [e.id for e, _ in found]
