@@ -379,8 +379,12 @@ def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None) -> dict:
         plain = evaluate(actor, tasks, seed, greedy=cfg.greedy, progress=progress).to_dict()
         result[split] = {"plain": plain}
         if run.settings.use_bank:
-            scaffold = evaluate(actor, tasks, seed, experience_for=run.experience_for, greedy=cfg.greedy,
-                                progress=progress).to_dict()
+            experiences = {t.task_id: run.experience_for(t) for t in tasks}
+            if any(experiences.values()):
+                scaffold = evaluate(actor, tasks, seed, experience_for=lambda t, e=experiences: e[t.task_id],
+                                    greedy=cfg.greedy, progress=progress).to_dict()
+            else:  # nothing retrieved: the scaffolded episodes would replay the plain ones exactly
+                scaffold = dict(plain)
             result[split] |= {"with_bank": scaffold,
                               "retention": retention(plain["success"], scaffold["success"])}
     return result
@@ -432,6 +436,7 @@ def round_summary(run: Run, k: int) -> dict:
                 "prune_seconds": changes["seconds"]["prune"], "bank_snapshot_bytes": changes["snapshot_bytes"]}
     if (d / "eval.json").exists():
         ev = json.loads((d / "eval.json").read_text())
+        out["eval_seconds"] = ev.get("eval_seconds")
         for split in run.params.eval.splits:
             out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
             if "with_bank" in ev[split]:
