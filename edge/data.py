@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from edge.config import DataConfig
-from edge.envs.base import SPLITS, read_tasks, write_tasks
+from edge.envs.base import SPLITS, write_tasks
 from edge.envs.registry import generate_tasks
 
 
@@ -23,6 +23,3 @@ def prepare_tasks(cfg: DataConfig, seed: int) -> dict[str, dict[str, int]]:
             counts[env][split] = write_tasks(tasks, task_path(cfg.out_dir, env, split))
     return counts
 
-
-def load_split(out_dir: Path, env: str, split: str):
-    return read_tasks(task_path(out_dir, env, split))

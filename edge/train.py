@@ -148,6 +148,11 @@ class Run:
             g = self.params.grpo
             optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad],
                                           lr=g.lr, weight_decay=g.weight_decay)
+            if g.beta > 0 and not policy.uses_lora:
+                # The KL anchor is the run's starting point (the warm-started base), not last round.
+                base = load_policy(self.params.policy, checkpoint=self.checkpoint(0), seed=self.params.seed,
+                                   envs=[self.params.train.env])
+                policy._reference = base.model.eval().requires_grad_(False)
             state_file = path / "trainer_state.pt" if path else None
             if k > 0 and state_file and state_file.exists():
                 state = torch.load(state_file, weights_only=False)

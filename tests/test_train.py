@@ -78,3 +78,25 @@ def test_train_and_eval_commands(tmp_path):
     assert report["plain"]["episodes"] == 3 and "advised" in report
     result = runner.invoke(app, ["train", "--rounds", "1", "--params", str(params), "--set", "grpo.lr=-1"])
     assert result.exit_code == 2 and "grpo.lr" in result.output
+
+
+def test_kl_reference_is_the_starting_model_in_every_round(tmp_path):
+    import torch
+
+    from edge.policy.model import load_policy, save_policy
+
+    params = tiny_params(tmp_path, rounds=2)
+    params.grpo.beta = 0.05
+    run = train(params)
+    # Make round 1's checkpoint clearly different from the start, as training would.
+    saved = run.round_dir(1) / "checkpoint"
+    moved = load_policy(params.policy, checkpoint=saved)
+    with torch.no_grad():
+        for p in moved.model.parameters():
+            p.add_(0.1)
+    save_policy(moved, saved)
+    start, _ = Run.open(params).policy_for(0)
+    later, _ = Run.open(params).policy_for(2)
+    with later.reference() as ref:
+        assert all(torch.equal(a, b) for a, b in zip(ref.parameters(), start.model.parameters()))
+        assert not any(torch.equal(a, b) for a, b in zip(ref.parameters(), later.model.parameters()))

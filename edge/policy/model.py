@@ -51,7 +51,8 @@ class Policy:
     @contextmanager
     def reference(self):
         """The frozen reference for the KL term: the base with the adapter disabled under LoRA,
-        otherwise a frozen copy taken the first time it is asked for."""
+        otherwise ``_reference`` if the caller set one (training sets the warm-started base), else a
+        frozen copy of the current weights taken the first time it is asked for."""
         if self.uses_lora:
             with self.model.disable_adapter():
                 yield self.model
@@ -59,11 +60,6 @@ class Policy:
         if not hasattr(self, "_reference"):
             self._reference = copy.deepcopy(self.model).eval().requires_grad_(False)
         yield self._reference
-
-    def set_reference_to_current(self) -> None:
-        """Make the current weights the reference (e.g. after warm-up)."""
-        if hasattr(self, "_reference"):
-            del self._reference
 
 
 def tiny_vocabulary(envs: list[str]) -> set[str]:
