@@ -441,7 +441,7 @@ def round_summary(run: Run, k: int) -> dict:
                 "prune_seconds": changes["seconds"]["prune"], "bank_snapshot_bytes": changes["snapshot_bytes"]}
     if (d / "eval.json").exists():
         ev = json.loads((d / "eval.json").read_text())
-        out["eval_seconds"] = ev.get("eval_seconds")
+        out["evaluate_seconds"] = ev.get("eval_seconds")
         for split in run.params.eval.splits:
             out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
             if "with_bank" in ev[split]:
