@@ -115,10 +115,13 @@ class Actor:
     def candidate_scores(self, prompts: list[list[int]], candidates: list[list[list[int]]]) -> list[torch.Tensor]:
         """Summed token log-probability of every candidate after its prompt (grad follows the
         caller's mode). Rows are processed in micro-batches of ``policy.micro_batch_size``."""
+        return self._in_micro_batches(self._score_packed, prompts, candidates)
+
+    def _in_micro_batches(self, forward, prompts: list, others: list) -> list[torch.Tensor]:
         out: list[torch.Tensor] = []
         step = self.cfg.micro_batch_size
         for start in range(0, len(prompts), step):
-            out += self._score_packed(prompts[start:start + step], candidates[start:start + step])
+            out += forward(prompts[start:start + step], others[start:start + step])
         return out
 
     def action_logprobs(self, prompts, candidates) -> list[torch.Tensor]:
@@ -197,11 +200,7 @@ class Actor:
 
     def token_logprobs(self, prompts: list[list[int]], responses: list[list[int]]) -> list[torch.Tensor]:
         """Per-token log-probabilities (at the sampling temperature) of each response after its prompt."""
-        out: list[torch.Tensor] = []
-        step = self.cfg.micro_batch_size
-        for start in range(0, len(prompts), step):
-            out += self._teacher_forced(prompts[start:start + step], responses[start:start + step])
-        return out
+        return self._in_micro_batches(self._teacher_forced, prompts, responses)
 
     def _teacher_forced(self, prompts, responses) -> list[torch.Tensor]:
         device = self.policy.device
