@@ -15,11 +15,14 @@ import re
 import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from edge import guidance
 from edge.bank.entry import BankEntry
 from edge.bank.sanitize import sanitize_guidance
-from edge.rollout import Trajectory
+
+if TYPE_CHECKING:  # trajectories are read as plain records; the bank never imports torch
+    from edge.rollout import Trajectory
 
 SEEN = re.compile(r"(?:you see|in it, you see) (.*?)(?:\.|$)")
 ARRIVE = re.compile(r"^(?:you arrive at|you open the) ([a-z]+) \d+")
