@@ -7,12 +7,27 @@ stopped; transient failures retry. Parameters are validated before anything runs
 
 from __future__ import annotations
 
-from prefect import flow, task
-from prefect.cache_policies import NO_CACHE
+import os
+from pathlib import Path
 
-from edge import train as stages
-from edge.config import load_params, with_overrides
-from edge.pipeline import format_round, run_pipeline
+# Defaults for runs that do not come through the Makefile (`dvc repro`, `dvc exp run` typed directly):
+# Prefect's state stays in the project, a fresh database gets time to migrate, nothing phones home.
+# They must be set before Prefect is imported; explicit settings win.
+for _key, _value in {
+    "PREFECT_HOME": str(Path(__file__).resolve().parents[1] / ".prefect"),
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+}.items():
+    os.environ.setdefault(_key, _value)
+
+from prefect import flow, task  # noqa: E402
+from prefect.cache_policies import NO_CACHE  # noqa: E402
+
+from edge import train as stages  # noqa: E402
+from edge.config import load_params, with_overrides  # noqa: E402
+from edge.pipeline import format_round, run_pipeline  # noqa: E402
 
 # Our stages resume from their own outputs; Prefect's caching and result storage would duplicate that.
 TASK_OPTIONS = {"retries": 2, "retry_delay_seconds": 3, "cache_policy": NO_CACHE, "persist_result": False}
