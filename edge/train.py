@@ -118,6 +118,8 @@ class Run:
         current = params.model_dump(mode="json")
         if saved.exists():
             previous = json.loads(saved.read_text())
+            # More (or fewer) rounds extends (or stops early) the same run; anything else is another run.
+            previous["train"]["rounds"] = current["train"]["rounds"]
             if previous != current:
                 changed = sorted(k for k in current if previous.get(k) != current[k])
                 raise ValueError(f"run folder {folder} was started with different parameters (sections "

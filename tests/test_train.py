@@ -50,6 +50,8 @@ def test_rerun_skips_and_resume_recomputes_identically(tmp_path):
 
 def test_run_folder_refuses_changed_parameters(tmp_path):
     train(tiny_params(tmp_path))
+    longer = tiny_params(tmp_path, rounds=3)
+    assert Run.open(longer).folder.name == "household-grpo-s3"  # more rounds extend the same run
     changed = tiny_params(tmp_path)
     changed.grpo.lr = 0.5
     try:
