@@ -10,7 +10,7 @@ that the base policy learns to read it, as an instruction-tuned LLM would.
 from __future__ import annotations
 
 from edge.envs.base import Task
-from edge.policy.tokenizer import split_words
+from edge.text import split_words
 
 KINDS = ("try", "avoid", "recover")
 

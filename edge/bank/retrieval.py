@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from edge.bank.store import ExperienceBank
-
-_WORDS = re.compile(r"\w+|[^\w\s]+")
+from edge.text import split_words
 
 
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
@@ -18,8 +15,8 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed")."""
     found = bank.retrieve(instruction, 4 * top_k, threshold, task_type)
     if key_must_match:
-        words = set(_WORDS.findall(instruction.lower()))
-        found = [(e, score) for e, score in found if set(_WORDS.findall(e.key.lower())) <= words]
+        words = set(split_words(instruction))
+        found = [(e, score) for e, score in found if set(split_words(e.key)) <= words]
     found = found[:top_k]
     if not found:
         return None

@@ -24,7 +24,7 @@ import torch
 
 from edge.policy.model import Policy
 from edge.policy.prompt import AgentState, PromptBuilder
-from edge.policy.tokenizer import split_words
+from edge.text import split_words
 
 ACTION_TAG = re.compile(r"<\s*action\s*>(.*?)<\s*/\s*action\s*>", re.S | re.I)
 

@@ -19,7 +19,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from transformers.utils import logging as transformers_logging
 
 from edge.config import LoraConfig, PolicyConfig, TinyModelConfig
-from edge.policy.tokenizer import build_word_tokenizer, split_words
+from edge.policy.tokenizer import build_word_tokenizer
+from edge.text import split_words
 
 # Words the prompt itself uses (section labels, separators, generate-mode tags).
 PROMPT_WORDS = split_words(

@@ -7,7 +7,6 @@ makes every action a short, exact token sequence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers
@@ -16,13 +15,6 @@ from transformers import PreTrainedTokenizerFast
 
 PAD, UNK, BOS, EOS = "[PAD]", "[UNK]", "[BOS]", "[EOS]"
 SPECIAL_TOKENS = (PAD, UNK, BOS, EOS)
-
-_WORDS = re.compile(r"\w+|[^\w\s]+")
-
-
-def split_words(text: str) -> list[str]:
-    """The same split the tokenizer's pre-tokenizer makes (``Whitespace``), lower-cased."""
-    return _WORDS.findall(text.lower())
 
 
 def build_word_tokenizer(words: Iterable[str]) -> PreTrainedTokenizerFast:

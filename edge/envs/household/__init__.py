@@ -11,10 +11,9 @@ __all__ = ["AGENTS", "ExpertAgent", "ExploreAgent", "HouseholdEnv", "TASK_TYPES"
 def vocabulary() -> set[str]:
     """Every word household text can contain (lower-cased \\w+ runs and punctuation runs), for a
     word-level tokenizer. Built from the constants and message templates, not from sampled play."""
-    import re
-
     from edge.envs.household import env as env_module
     from edge.envs.household import world
+    from edge.text import split_words
 
     numbers = [str(i) for i in range(0, 21)]
     templates = [
@@ -33,5 +32,5 @@ def vocabulary() -> set[str]:
     names += [w for t in TASK_TYPES for w in t.split("_")]
     words: set[str] = set(numbers) | set(names)
     for text in templates:
-        words.update(re.findall(r"\w+|[^\w\s]+", text.lower()))
+        words.update(split_words(text))
     return words

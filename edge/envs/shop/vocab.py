@@ -16,8 +16,7 @@ from functools import lru_cache
 
 from edge.envs.shop.catalog import CATEGORIES, DEFAULT_CATALOG_SEED, PRODUCT_TYPES, build_catalog
 from edge.envs.shop.goals import PRICE_CLAUSE, TEMPLATES
-
-_WORDS = re.compile(r"\w+|[^\w\s]+")
+from edge.text import split_words
 
 # Fixed text of the pages (see env.py).
 PAGE_TEXT = (
@@ -27,11 +26,6 @@ PAGE_TEXT = (
     "Thank you for shopping with us! [SEP] Your score (min 0.0, max 1.0)",
 )
 FIXED_CLICKS = ("back to search", "< prev", "next >", "description", "features", "reviews", "buy now")
-
-
-def split_words(text: str) -> list[str]:
-    """``"click[< prev]"`` -> ``["click", "[<", "prev", "]"]``; the tokenizer's split, lowercased."""
-    return _WORDS.findall(text.lower())
 
 
 @lru_cache(maxsize=4)
