@@ -18,6 +18,8 @@ app.add_typer(env_app, name="env")
 app.add_typer(data_app, name="data")
 bank_app = typer.Typer(no_args_is_help=True, help="Audit a run's experience bank.")
 app.add_typer(bank_app, name="bank")
+bench_app = typer.Typer(no_args_is_help=True, help="The benchmark suite (results go to benchmarks/results/).")
+app.add_typer(bench_app, name="bench")
 
 console = Console()
 
@@ -415,6 +417,48 @@ def data_prepare(params: Path = typer.Option(Path("params.yaml"), help="Project 
     for env, per_split in counts.items():
         console.print(f"{env}: " + ", ".join(f"{split} {n}" for split, n in per_split.items())
                       + f" -> {cfg.data.out_dir / env}")
+
+
+@bench_app.command("learning")
+def bench_learning(
+    envs: list[str] = typer.Option(["household", "shop"], "--env", help="Environment (repeat for several)."),
+    methods: list[str] = typer.Option(["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune"],
+                                      "--method", help="Method (repeat for several); grpo is the baseline."),
+    seeds: list[int] = typer.Option([0, 1, 2, 3, 4], "--seed", help="Seed (repeat for several)."),
+    budget: float = typer.Option(1.0, min=0.01, help="Multiplies train.rounds: the rollout budget of every run."),
+    eval_episodes: int = typer.Option(400, min=1, help="Evaluation episodes per split and condition."),
+    eval_every: int = typer.Option(4, min=1, help="Evaluate every this many rounds (curve points)."),
+    splits: list[str] = typer.Option(["test_seen", "test_unseen"], "--split", help="Evaluation split (repeat)."),
+    jobs: int = typer.Option(2, min=1, help="Runs in parallel, one torch thread each."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    runs_dir: Path = typer.Option(Path("benchmarks/runs"), help="Where the runs and warm starts go (resumable)."),
+    out_dir: Path = typer.Option(Path("benchmarks/results"), help="Where the tables and plots go."),
+    name: str = typer.Option("learning", help="Stem of the result files."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter for every run."),
+    track: bool = typer.Option(True, help="Log the tables and plots to MLflow (experiment bench-learning)."),
+) -> None:
+    """GRPO, EDGE and its ablations over seeds: final success with 95% bootstrap intervals, paired
+    differences against GRPO with permutation p-values, and success against environment steps."""
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edge.benchmarking.learning import LearningBenchConfig, run_benchmark
+
+    for split in splits:
+        if split not in SPLITS:
+            _fail(f"--split {split!r}: valid splits are {', '.join(SPLITS)}")
+    cfg = LearningBenchConfig(envs=envs, methods=methods, seeds=seeds, budget=budget, eval_episodes=eval_episodes,
+                              splits=splits, eval_every=eval_every, jobs=jobs, params=params, runs_dir=runs_dir,
+                              out_dir=out_dir, name=name, extra=list(set_ or []))
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console) as progress:
+            report = run_benchmark(cfg, command="edge " + " ".join(sys.argv[1:]), track=track, progress=progress)
+    except ValueError as err:
+        _fail(str(err))
+    console.print((out_dir / f"{name}.md").read_text(), markup=False, highlight=False)
+    console.print(f"wall time {report['wall_minutes']:.1f} min; tables in {out_dir / name}.md and .json")
 
 
 if __name__ == "__main__":

@@ -106,13 +106,19 @@ class WarmupConfig(_Section):
     env: str = "household"
     """Environment whose train split supplies the demonstrations."""
     explore_episodes: int = Field(300, ge=0)
-    """Plain demonstrations by the explorer (knows the rules, not where things lie)."""
+    """Plain demonstrations by an agent that knows the rules but not the regularities: household's
+    explorer (searches receptacles in random order), shop's careless shopper (random suggested
+    query and product, each named option clicked with probability ``option_prob``; its failed
+    episodes are kept too, since they still show how the shop works)."""
     noisy_expert_episodes: int = Field(60, ge=0)
-    """Plain demonstrations by the expert with random detours."""
+    """Plain demonstrations by a competent agent: household's expert with random detours, shop's
+    careful shopper (without the advice in its prompt)."""
     advised_episodes: int = Field(300, ge=0)
     """Demonstrations with true advice in the prompt, by a demonstrator that follows it."""
     detour_prob: float = Field(0.3, ge=0, le=1)
-    """Noisy expert: chance of a random detour before each planned step."""
+    """Household noisy expert: chance of a random detour before each planned step."""
+    option_prob: float = Field(0.5, ge=0, le=1)
+    """Shop careless shopper: chance of clicking each option the instruction names."""
     objective: Literal["sft", "candidates"] = "sft"
     """``sft``: negative log-likelihood of the action's tokens; ``candidates``: -log pi(a|s) over
     the admissible set (the exact policy, but every candidate is packed into each row)."""

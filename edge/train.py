@@ -365,6 +365,7 @@ def update_stage(run: Run, k: int) -> Path:
         - sum(len(actor.builder.prompt_ids(t.state_at(i))) for t in conditioned for i in range(len(t.steps))),
         "train_reward": sum(t.reward for t in trajectories) / len(trajectories),
         "train_episode_length": sum(len(t.steps) for t in trajectories) / len(trajectories),
+        "train_env_steps": sum(len(t.steps) for t in trajectories),
         "samples": len(samples),
         "tokens": sum(len(s.prompt_ids) + sum(len(c) for c in (s.candidate_ids or [])) + len(s.response_ids or [])
                       for s in samples) * g.epochs,

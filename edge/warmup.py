@@ -4,10 +4,13 @@ A base policy for RL must be partly competent (so rewards are not all zero) and 
 in its prompt, as an instruction-tuned LLM would; otherwise a retrieved-experience scaffold carries
 no signal. Three kinds of demonstration give it both:
 
-- plain, by the explorer: knows the rules and the goal, searches receptacles in random order;
-- plain, by a noisy expert: the expert's plan with random detours it recovers from;
+- plain, by an explorer: knows the rules and the goal, not the regularities (household: searches
+  receptacles in random order; shop: a careless shopper, see ``edge.envs.shop.agents.Shopper``);
+- plain, by a competent agent (household: the expert's plan with random detours it recovers from;
+  shop: the careful shopper);
 - advised: true advice (``edge.guidance.true_advice``) in the prompt, by a demonstrator that
-  searches the advised receptacle kinds first. This is where "advice helps" is learnt.
+  follows it (household: searches the advised receptacle kinds first; shop: the careful shopper).
+  This is where "advice helps" is learnt.
 
 The loss is either the policy's own, ``-log pi(a|s)`` normalised over the admissible candidates
 (``objective: candidates``), or plain supervised fine-tuning on the action's tokens (``sft``), which
@@ -29,6 +32,7 @@ from edge.envs.base import Task
 from edge.envs.household.agents import ExploreAgent, expert_plan
 from edge.envs.household.world import kind_of
 from edge.envs.registry import generate_tasks, make_env
+from edge.envs.shop.agents import Shopper
 from edge.evaluate import evaluate, retention
 from edge.guidance import advised_receptacle_kinds, experience_block, true_advice
 from edge.policy.actor import Actor
@@ -79,8 +83,10 @@ class NoisyExpert:
         return action
 
 
-def record_demo(task: Task, agent, advice: str | None, history_steps: int) -> list[tuple[AgentState, str]]:
-    """Play one episode with a scripted agent; return (state, action) pairs as the policy sees them."""
+def record_demo(task: Task, agent, advice: str | None, history_steps: int,
+                keep_failures: bool = False) -> list[tuple[AgentState, str]]:
+    """Play one episode with a scripted agent; return (state, action) pairs as the policy sees them
+    (none for a lost episode unless ``keep_failures``)."""
     env = make_env(task.env)
     first = env.reset(task)
     agent.reset(task, first)
@@ -91,14 +97,30 @@ def record_demo(task: Task, agent, advice: str | None, history_steps: int) -> li
         pairs.append((state, action))
         out = env.step(action)
         if out.done:
-            return pairs if out.info.won else []
+            return pairs if out.info.won or keep_failures else []
         history = (state.history + [(action, out.observation)])[-history_steps:] if history_steps else []
         state = AgentState(task.instruction, out.observation, out.info.admissible_actions, history, advice)
 
 
+def demonstrators(cfg: WarmupConfig):
+    """The environment's three demonstrators (plain explorer, plain competent agent, advised agent)
+    as factories ``(task, seed) -> agent``, and whether the explorer's lost episodes are kept."""
+    if cfg.env == "household":
+        return (lambda task, s: ExploreAgent(s),
+                lambda task, s: NoisyExpert(s, cfg.detour_prob),
+                lambda task, s: AdvisedExplorer(s, advised_receptacle_kinds(true_advice(task))),
+                False)
+    if cfg.env == "shop":
+        return (lambda task, s: Shopper(s, careful=False, option_prob=cfg.option_prob),
+                lambda task, s: Shopper(s, careful=True),
+                lambda task, s: Shopper(s, careful=True),
+                True)
+    raise ValueError(f"warmup.env {cfg.env!r}: scripted demonstrations exist for 'household' and 'shop'; "
+                     "for another environment start from a pretrained model (policy.model) instead")
+
+
 def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tuple[AgentState, str]]:
-    if cfg.env != "household":
-        raise ValueError(f"warmup.env {cfg.env!r}: scripted demonstrations exist for 'household' only so far")
+    explorer, competent, advised, keep_explorer_failures = demonstrators(cfg)
     total = cfg.explore_episodes + cfg.noisy_expert_episodes + cfg.advised_episodes
     tasks = generate_tasks(cfg.env, "train", total, seed)
     rng = random.Random(seed)
@@ -107,13 +129,12 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tup
     for i, task in enumerate(tasks):
         agent_seed = rng.randrange(2**31)
         if i < cfg.explore_episodes:
-            pairs += record_demo(task, ExploreAgent(agent_seed), None, history_steps)
+            pairs += record_demo(task, explorer(task, agent_seed), None, history_steps, keep_explorer_failures)
         elif i < cfg.explore_episodes + cfg.noisy_expert_episodes:
-            pairs += record_demo(task, NoisyExpert(agent_seed, cfg.detour_prob), None, history_steps)
+            pairs += record_demo(task, competent(task, agent_seed), None, history_steps)
         else:
-            advice = true_advice(task)
-            agent = AdvisedExplorer(agent_seed, advised_receptacle_kinds(advice))
-            pairs += record_demo(task, agent, experience_block(advice), history_steps)
+            advice = experience_block(true_advice(task))
+            pairs += record_demo(task, advised(task, agent_seed), advice, history_steps)
     return pairs
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks whose tables the README reports: learning (``learning``) and its statistics (``stats``)."""

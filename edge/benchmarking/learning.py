@@ -1,0 +1,306 @@
+"""The learning benchmark (`edge bench learning`): every method, several seeds, paired statistics.
+
+Protocol. For each environment a base checkpoint is warm-started once (seed ``params.seed``) and
+every run starts from it. Each (environment, method, seed) is one ordinary ``edge train`` run in
+its own process with one torch thread, so a run gives the same numbers whatever ``--jobs`` is, and
+an interrupted benchmark resumes: finished runs are skipped, half-finished ones resume from their
+last completed stage. All methods of an environment get the same budget of rollouts (rounds x N x
+G episodes); the environment steps those episodes took are counted and are the curves' x axis.
+The seed fixes the training tasks, sampling and the evaluation tasks, so runs with the same seed
+are paired: EDGE and GRPO are compared seed by seed.
+
+Reported per environment, method and evaluation split: final plain success, scaffolded success
+(every rollout conditioned on the bank) and retention, each a mean over seeds with a 95% bootstrap
+interval; for each method against GRPO, the paired difference of final plain success with its
+interval and an exact sign-flip permutation p-value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p
+
+METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune")
+BASELINE = "grpo"
+
+
+@dataclass
+class LearningBenchConfig:
+    """What `edge bench learning` runs; every field is a command-line option."""
+
+    envs: list[str] = field(default_factory=lambda: ["household", "shop"])
+    """Environments with a warm start (see ``warmup.env``)."""
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+    """Methods to compare; ``grpo`` must be among them for the paired differences."""
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2, 3, 4])
+    """Training seeds; a seed's runs are paired across methods."""
+    budget: float = 1.0
+    """Multiplies ``train.rounds`` (the rollout budget); 4 on a bigger machine means 4x the episodes."""
+    eval_episodes: int = 400
+    """Episodes per evaluation point, per split and condition (plain / with bank)."""
+    splits: list[str] = field(default_factory=lambda: ["test_seen", "test_unseen"])
+    eval_every: int = 4
+    """Evaluate every this many rounds (and always after the last), for the curves."""
+    jobs: int = 2
+    """Runs in parallel, one torch thread each; set to the number of cores."""
+    params: Path = Path("params.yaml")
+    runs_dir: Path = Path("benchmarks/runs")
+    out_dir: Path = Path("benchmarks/results")
+    name: str = "learning"
+    """Stem of the result files (``<out_dir>/<name>.md`` and ``.json``)."""
+    extra: list[str] = field(default_factory=list)
+    """More ``section.key=value`` overrides for every run (and the warm starts)."""
+
+
+def _edge_command() -> list[str]:
+    return [sys.executable, "-m", "edge.cli"]
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # One thread per run: results then do not depend on how many runs share the machine.
+    env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+            "HF_HUB_OFFLINE": "1"}
+    return env
+
+
+def base_checkpoint(cfg: LearningBenchConfig, env: str) -> Path:
+    """The warm start every run on ``env`` begins from (built once, then reused)."""
+    folder = cfg.runs_dir / f"base-{env}"
+    if not (folder / "warmup.json").exists():
+        cmd = [*_edge_command(), "warmup", "--params", str(cfg.params), "--out", str(folder),
+               "--set", f"warmup.env={env}", *sum((["--set", s] for s in cfg.extra), [])]
+        subprocess.run(cmd, check=True, env=_child_env())
+    return folder
+
+
+def rounds_for(cfg: LearningBenchConfig) -> int:
+    from edge.config import load_params, with_overrides
+
+    params = with_overrides(load_params(cfg.params), cfg.extra)
+    return max(1, round(params.train.rounds * cfg.budget))
+
+
+def run_name(env: str, method: str, seed: int) -> str:
+    return f"{env}-{method}-s{seed}"
+
+
+def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: Path, rounds: int,
+              log_dir: Path) -> Path:
+    """One training run in its own process; returns its folder (resumes if it exists)."""
+    name = run_name(env, method, seed)
+    splits = "[" + ",".join(cfg.splits) + "]"
+    cmd = [*_edge_command(), "train", "--params", str(cfg.params), "--method", method, "--env", env,
+           "--seed", str(seed), "--rounds", str(rounds), "--run-name", name, "--no-track",
+           "--set", f"train.base_checkpoint={base}", "--set", f"train.runs_dir={cfg.runs_dir}",
+           "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
+           "--set", f"eval.every={cfg.eval_every}", *sum((["--set", s] for s in cfg.extra), [])]
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(log_dir / f"{name}.log", "a") as log:
+        subprocess.run(cmd, check=True, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
+    return cfg.runs_dir / name
+
+
+def read_run(folder: Path, splits: list[str]) -> dict:
+    """The curve (success against environment steps) and the final evaluation of one run folder."""
+    steps = 0
+    curve = []
+    params = json.loads((folder / "params.json").read_text())
+    episodes = params["rollout"]["tasks_per_round"] * params["rollout"]["group_size"]
+    base = json.loads((folder / "eval_base.json").read_text())
+    points = [(-1, 0, base)]
+    for round_dir in sorted(folder.glob("round_*")):
+        metrics = json.loads((round_dir / "train_metrics.json").read_text())
+        # Runs from before train_env_steps was recorded: mean length x episodes is the same number.
+        steps += metrics.get("train_env_steps", round(metrics["train_episode_length"] * episodes))
+        if (round_dir / "eval.json").exists():
+            ev = json.loads((round_dir / "eval.json").read_text())
+            points.append((ev["round"], steps, ev))
+    for k, at_steps, ev in points:
+        row = {"round": k, "env_steps": at_steps}
+        for split in splits:
+            row[f"{split}_plain"] = ev[split]["plain"]["success"]
+            if "with_bank" in ev[split]:
+                row[f"{split}_with_bank"] = ev[split]["with_bank"]["success"]
+                row[f"{split}_retention"] = ev[split]["retention"]
+        curve.append(row)
+    return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps}
+
+
+def paired_difference(ours: list[float], theirs: list[float], seeds: list[int]) -> dict:
+    """Mean of ``ours - theirs`` over paired seeds, its bootstrap interval and permutation p-value."""
+    diffs = [a - b for a, b in zip(ours, theirs)]
+    return bootstrap_mean(diffs).to_dict() | {
+        "p_value": paired_permutation_p(ours, theirs), "smallest_possible_p": smallest_p(len(seeds)),
+        "per_seed": {str(s): d for s, d in zip(seeds, diffs)}}
+
+
+def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
+    """Bootstrap intervals per (env, method, split) and paired differences against GRPO."""
+    table: dict = {}
+    for env, by_method in results.items():
+        table[env] = {}
+        baseline = by_method.get(BASELINE, {})
+        for method, by_seed in by_method.items():
+            table[env][method] = {}
+            for split in cfg.splits:
+                def final(runs: dict, seed: int, metric: str, split=split):
+                    return runs[seed]["final"].get(f"{split}_{metric}")
+
+                entry = {}
+                for metric in ("plain", "with_bank", "retention"):
+                    values = [v for s in by_seed if (v := final(by_seed, s, metric)) is not None]
+                    if values:
+                        entry[metric] = bootstrap_mean(values).to_dict()
+                seeds = sorted(set(by_seed) & set(baseline))
+                if method != BASELINE and seeds:
+                    grpo_plain = [final(baseline, s, "plain") for s in seeds]
+                    entry["minus_grpo"] = paired_difference([final(by_seed, s, "plain") for s in seeds],
+                                                            grpo_plain, seeds)
+                    banked = [final(by_seed, s, "with_bank") for s in seeds]
+                    if None not in banked:
+                        entry["scaffold_minus_grpo_plain"] = paired_difference(banked, grpo_plain, seeds)
+                table[env][method][split] = entry
+    return table
+
+
+def _fmt(e: dict | None, points: bool = False) -> str:
+    if not e:
+        return "–"
+    scale, unit = (100, "") if points else (100, "%")
+    sign = "+" if points and e["mean"] > 0 else ""
+    return f"{sign}{e['mean'] * scale:.1f}{unit} [{e['low'] * scale:.1f}, {e['high'] * scale:.1f}]"
+
+
+def markdown(report: dict) -> str:
+    cfg = report["config"]
+    lines = [f"# Learning benchmark ({cfg['name']})", "",
+             f"{len(cfg['seeds'])} seeds ({', '.join(map(str, cfg['seeds']))}), paired by seed; "
+             f"{report['rounds']} rounds of the default round size; {cfg['eval_episodes']} evaluation episodes per "
+             "split and condition. Mean over seeds with a 95% bootstrap interval; differences are in points, "
+             "per seed, with an exact sign-flip permutation p-value "
+             f"(the smallest possible with {len(cfg['seeds'])} seeds is {smallest_p(len(cfg['seeds'])):.4f}).", "",
+             f"Command: `{report['command']}`  ",
+             f"Machine: {report['machine']}; wall time {report['wall_minutes']:.0f} min "
+             f"with {cfg['jobs']} runs in parallel.", ""]
+    for env, by_method in report["table"].items():
+        for split in cfg["splits"]:
+            lines += [f"## {env} / {split}", "",
+                      "| method | plain | with bank | retention | plain − GRPO plain (points) | p | "
+                      "with bank − GRPO plain (points) | env steps |",
+                      "|---|---|---|---|---|---|---|---|"]
+            for method, splits in by_method.items():
+                e = splits[split]
+                diff = e.get("minus_grpo")
+                steps = [r["env_steps"] for r in report["runs"][env][method].values()]
+                lines.append(f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
+                             f"{_fmt(e.get('retention'))} | {_fmt(diff, True)} | "
+                             f"{diff['p_value']:.3f} |" if diff else
+                             f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
+                             f"{_fmt(e.get('retention'))} | – | – |")
+                lines[-1] += f" {_fmt(e.get('scaffold_minus_grpo_plain'), True)} | {sum(steps) / len(steps):,.0f} |"
+            lines.append("")
+            per_seed = {m: s[split]["minus_grpo"]["per_seed"] for m, s in by_method.items() if "minus_grpo" in s[split]}
+            if per_seed:
+                lines.append("Per seed, plain − GRPO plain (points): " + "; ".join(
+                    f"{m}: " + ", ".join(f"s{k} {v * 100:+.1f}" for k, v in d.items()) for m, d in per_seed.items()))
+                lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def curve_plots(report: dict, out_dir: Path) -> list[Path]:
+    from edge.plots import curves_plot
+
+    paths = []
+    for env, by_method in report["runs"].items():
+        for split in report["config"]["splits"]:
+            curves = {}
+            for method, by_seed in by_method.items():
+                runs = list(by_seed.values())
+                n_points = min(len(r["curve"]) for r in runs)
+                points = []
+                for i in range(n_points):
+                    steps = sum(r["curve"][i]["env_steps"] for r in runs) / len(runs)
+                    plain = sum(r["curve"][i][f"{split}_plain"] for r in runs) / len(runs)
+                    banked = [r["curve"][i].get(f"{split}_with_bank") for r in runs]
+                    bank = sum(banked) / len(banked) if None not in banked else None
+                    points.append((steps, plain, bank))
+                curves[method] = points
+            paths.append(curves_plot(curves, out_dir / f"{report['config']['name']}_{env}_{split}.png",
+                                     f"{env} / {split}", xlabel="environment steps"))
+    return paths
+
+
+def log_to_mlflow(report: dict, files: list[Path]) -> None:
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    import mlflow
+
+    from edge.tracking import PROJECT, tracking_uri
+
+    mlflow.set_tracking_uri(tracking_uri())
+    name = "bench-learning"
+    if mlflow.get_experiment_by_name(name) is None:
+        mlflow.create_experiment(name, artifact_location=(PROJECT / "mlartifacts" / name).as_uri())
+    mlflow.set_experiment(name)
+    with mlflow.start_run(run_name=report["config"]["name"]):
+        mlflow.log_params({k: str(v) for k, v in report["config"].items()})
+        for env, by_method in report["table"].items():
+            for method, splits in by_method.items():
+                for split, e in splits.items():
+                    for metric, est in e.items():
+                        mlflow.log_metric(f"{env}.{method}.{split}.{metric}", est["mean"])
+        for path in files:
+            mlflow.log_artifact(str(path))
+
+
+def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning", track: bool = True,
+                  progress=None) -> dict:
+    """Train every (env, method, seed) not already finished, then write the tables and plots."""
+    unknown = sorted(set(cfg.methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"methods {unknown} are unknown; valid methods: {', '.join(METHODS)}")
+    started = time.perf_counter()
+    rounds = rounds_for(cfg)
+    bases = {env: base_checkpoint(cfg, env) for env in cfg.envs}
+    jobs = [(env, method, seed) for env in cfg.envs for seed in cfg.seeds for method in cfg.methods]
+    log_dir = cfg.runs_dir / "logs"
+    bar = progress.add_task("benchmark runs", total=len(jobs)) if progress else None
+
+    def work(job):
+        env, method, seed = job
+        folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
+        if progress:
+            progress.advance(bar)
+        return job, folder
+
+    results: dict = {env: {m: {} for m in cfg.methods} for env in cfg.envs}
+    with ThreadPoolExecutor(max_workers=cfg.jobs) as pool:
+        for (env, method, seed), folder in pool.map(work, jobs):
+            results[env][method][seed] = read_run(folder, cfg.splits)
+    report = {
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+        "rounds": rounds, "command": command,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "wall_minutes": (time.perf_counter() - started) / 60,
+        "table": summarise(results, cfg),
+        "runs": {env: {m: {str(s): r for s, r in by_seed.items()} for m, by_seed in by_method.items()}
+                 for env, by_method in results.items()},
+    }
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = cfg.out_dir / f"{cfg.name}.json"
+    md_path = cfg.out_dir / f"{cfg.name}.md"
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    md_path.write_text(markdown(report))
+    files = [json_path, md_path, *curve_plots(report, cfg.out_dir)]
+    if track:
+        log_to_mlflow(report, files)
+    return report
