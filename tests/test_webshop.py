@@ -365,3 +365,29 @@ def test_malformed_or_missing_file_is_an_error_naming_it(tmp_path, file, content
         (folder / file).write_text(content if isinstance(content, str) else json.dumps(content))
     with pytest.raises(WebShopDataError, match=message):
         generate_tasks("test_seen", 1, data_dir=folder)
+
+
+# -- evaluation as the literature reports it ----------------------------------------------------
+
+def test_edge_eval_reports_score_and_success_rate(data_dir, tmp_path):
+    from typer.testing import CliRunner
+
+    from edge.cli import app
+    from edge.config import PolicyConfig
+    from edge.policy.model import load_policy, save_policy
+
+    checkpoint = tmp_path / "checkpoint"
+    save_policy(load_policy(PolicyConfig(), seed=0, envs=["webshop"]), checkpoint)
+    runner = CliRunner()
+    args = ["eval", "--checkpoint", str(checkpoint), "--env", "webshop"]
+    # Scoring every candidate of a 15-step episode is the slow part: a few episodes show the report.
+    result = runner.invoke(app, [*args, "--episodes", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout[result.stdout.index("{"):])
+    plain = report["plain"]
+    assert report["episodes"] == plain["episodes"] == 2
+    assert plain["avg_score"] == pytest.approx(100 * plain["score"]) and 0 <= plain["success"] <= 1
+    result = runner.invoke(app, [*args, "--episodes", "1"])
+    assert result.exit_code == 0 and "score (x100)" in result.stdout and "success" in result.stdout
+    result = runner.invoke(app, [*args, "--split", "test_unseen"])
+    assert result.exit_code == 2 and "its splits: train, test_seen" in " ".join(result.output.split())
