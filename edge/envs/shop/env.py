@@ -1,5 +1,8 @@
 """The mini-WebShop environment: search, browse, pick options, buy.
 
+``StoreEnv`` holds the pages and actions over any catalog and search engine; ``ShopEnv`` runs them
+on the generated catalog, and ``edge.envs.webshop`` on WebShop's own data files.
+
 It speaks WebShop's text protocol. Actions are ``search[query]`` and ``click[label]`` with the
 label lowercased as WebShop does (``click[b0abc12345]``, ``click[next >]``, ``click[buy now]``,
 ``click[large]``). Observations are WebShop's ``text`` mode: the page's visible strings joined by

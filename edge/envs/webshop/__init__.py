@@ -11,6 +11,19 @@ engine and plays it through the shop's pages and reward. Modules, one concept ea
 * ``env``: the environment (the shop's ``StoreEnv`` over this catalog);
 * ``agents``: the scripted expert (plus the shared random agent);
 * ``vocab``: the words of the data, for the tiny model's tokenizer.
+
+Where it differs from WebShop, and why:
+
+* the reward is the shop's (one implementation for both environments): its type factor is 1 for
+  the goal's ``query`` (WebShop's product type), 0.5 for the goal's top category, 0.1 otherwise,
+  where WebShop compares spaCy nouns of the titles and breadcrumb overlap; attributes count when
+  listed or fuzzy-found in the title and bullets, options by ``token_set_ratio >= 85`` without
+  WebShop's colour normalisation;
+* BM25 is ``bm25s`` over the same document text, not Pyserini/Lucene, so rankings can differ a little;
+* a product's scored price and every goal's price bound come from streams seeded by the asin, where
+  WebShop draws them from Python's unseeded global generator (so its own runs differ from each other);
+* there are no reviews (WebShop's text environment has none loaded either) and the search page offers
+  a few suggested queries as admissible actions (any query is still accepted), as the shop does.
 """
 
 from edge.envs.webshop.agents import AGENTS, ExpertAgent
