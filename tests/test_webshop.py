@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from edge.config import DataConfig
+from edge.data import prepare_tasks
 from edge.envs.base import Task
 from edge.envs.group import make_group
 from edge.envs.play import play
@@ -215,6 +217,9 @@ def test_first_500_goals_are_test_the_rest_train(tmp_path, monkeypatch):
     assert (len(test), len(train)) == (500, 40)
     assert [t.spec["goal_index"] for t in test + train] == list(range(540))
     assert env_splits("webshop") == ("train", "test_seen")
+    counts = prepare_tasks(DataConfig(envs=["webshop"], out_dir=tmp_path / "tasks"), seed=0)
+    assert counts == {"webshop": {"train": 40, "test_seen": 200}}  # 1,000 train asked, 40 exist
+    assert sorted(p.name for p in (tmp_path / "tasks" / "webshop").iterdir()) == ["test_seen.jsonl", "train.jsonl"]
     with pytest.raises(ValueError, match="has no split 'test_unseen'; its splits: train, test_seen"):
         registry_generate_tasks("webshop", "test_unseen", 1, 0)
 
