@@ -61,7 +61,7 @@ def env_play(
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))
         return
-    table = Table(title=f"{env} / {split} / {policy} ({episodes} episodes, seed {seed})")
+    table = Table(title=f"{env} / {split} / {policy} ({report.episodes} episodes, seed {seed})")
     for column in ("success", "mean reward", "mean steps", "invalid actions", "env steps/s"):
         table.add_column(column, justify="right")
     table.add_row(f"{report.success_rate:.1%}", f"{report.mean_reward:.3f}", f"{report.mean_steps:.1f}",
