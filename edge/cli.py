@@ -63,7 +63,7 @@ def env_play(
     if as_json:
         print(json.dumps(report.to_dict(), indent=2))
         return
-    table = Table(title=f"{env} / {split} / {policy} ({episodes} episodes, seed {seed})")
+    table = Table(title=f"{env} / {split} / {policy} ({report.episodes} episodes, seed {seed})")
     for column in ("success", "mean reward", "mean steps", "invalid actions", "env steps/s"):
         table.add_column(column, justify="right")
     table.add_row(f"{report.success_rate:.1%}", f"{report.mean_reward:.3f}", f"{report.mean_steps:.1f}",
@@ -239,7 +239,7 @@ def eval_cmd(
         actor = Actor(load_policy(cfg.policy, checkpoint=checkpoint))
     except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
-    report = {"env": env, "split": split, "episodes": episodes, "checkpoint": str(checkpoint),
+    report = {"env": env, "split": split, "episodes": len(tasks), "checkpoint": str(checkpoint),
               "plain": evaluate(actor, tasks, seed, greedy=greedy).to_dict()}
     if advice:
         report["advised"] = evaluate(actor, tasks, seed, experience_for=true_advice_experience, greedy=greedy).to_dict()
@@ -251,13 +251,14 @@ def eval_cmd(
     if as_json:
         print(json.dumps(report, indent=2))
         return
-    table = Table(title=f"{env} / {split}: {episodes} episodes, {checkpoint}")
-    for column in ("setting", "success", "score", "mean steps"):
+    table = Table(title=f"{env} / {split}: {len(tasks)} episodes, {checkpoint}")
+    # Success rate and average score x 100, the two numbers WebShop papers report.
+    for column in ("setting", "success", "score (x100)", "mean steps"):
         table.add_column(column)
     for setting in ("plain", "with_bank", "advised"):
         if setting in report:
             r = report[setting]
-            table.add_row(setting, f"{r['success']:.1%}", f"{r['score']:.3f}", f"{r['mean_steps']:.1f}")
+            table.add_row(setting, f"{r['success']:.1%}", f"{r['avg_score']:.1f}", f"{r['mean_steps']:.1f}")
     console.print(table)
     if report.get("retention") is not None:
         console.print(f"retention (plain / with bank): {report['retention']:.1%}")

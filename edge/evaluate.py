@@ -17,7 +17,11 @@ from edge.rollout import Experience, Trajectory, rollout
 class EvalResult:
     episodes: int
     success: float
+    """Share of episodes won (WebShop: reward exactly 1, the literature's success rate "SR")."""
     score: float
+    """Mean final score in [0, 1] (WebShop's reward; equals success where the reward is 0 or 1)."""
+    avg_score: float
+    """``100 * score``: WebShop papers report this as "Score", next to the success rate."""
     mean_steps: float
     invalid_rate: float
     success_by_type: dict[str, float]
@@ -32,8 +36,9 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
     for t in trajectories:
         by_type[t.task.task_type].append(t.won)
     steps = sum(len(t.steps) for t in trajectories)
+    score = sum(t.score for t in trajectories) / n
     return EvalResult(
-        episodes=n, success=sum(t.won for t in trajectories) / n, score=sum(t.score for t in trajectories) / n,
+        episodes=n, success=sum(t.won for t in trajectories) / n, score=score, avg_score=100 * score,
         mean_steps=steps / n, invalid_rate=sum(t.invalid_actions for t in trajectories) / max(steps, 1),
         success_by_type={k: sum(v) / len(v) for k, v in sorted(by_type.items())},
     )

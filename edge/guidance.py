@@ -14,6 +14,10 @@ from edge.text import split_words
 
 KINDS = ("try", "avoid", "recover")
 
+STORE_ENVS = frozenset({"shop", "webshop"})
+"""Environments with the shop's pages and goals (the built-in one and WebShop's own data): the same
+guidance and failure patterns apply to both."""
+
 
 def entry(kind: str, text: str) -> str:
     if kind not in KINDS:
@@ -92,7 +96,7 @@ def true_advice(task: Task) -> list[str]:
         elif goal["type"] == "pick_two_obj_and_place":
             advice.append(second_object(goal["object"]))
         return advice
-    if task.env == "shop":
+    if task.env in STORE_ENVS:
         return [search_type_and_attributes(task.spec["product_type"]), click_options_first(), avoid_over_budget()]
     return []
 

@@ -38,7 +38,7 @@ class Failure:
     task_type: str
     pattern: str
     subject: str
-    """What the guidance is about: the object kind (household) or product type (shop)."""
+    """What the guidance is about: the object kind (household) or product type (shop, webshop)."""
     trajectories: list[Trajectory] = field(default_factory=list)
 
 
@@ -60,11 +60,16 @@ def household_pattern(traj: Trajectory) -> str:
     return "not_placed"
 
 
+_RESULTS_NAVIGATION = ("click[next >]", "click[< prev]", "click[back to search]")
+
+
 def shop_pattern(traj: Trajectory) -> str:
     actions = [s.decision.action for s in traj.steps]
     if "click[buy now]" not in actions:
         return "no_purchase"
-    item = max(i for i, a in enumerate(actions) if a.startswith("click[b0"))
+    # The bought item is the last one opened from a results page (WebShop's asins need not start "B0").
+    item = max((i for i, s in enumerate(traj.steps)
+                if "(Total results:" in s.observation and s.decision.action not in _RESULTS_NAVIGATION), default=-1)
     clicked_options = [a for a in actions[item + 1:] if a.startswith("click[") and a not in
                        ("click[buy now]", "click[description]", "click[features]", "click[reviews]", "click[< prev]")]
     return "missing_options" if not clicked_options else "wrong_item"
@@ -77,7 +82,7 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
             continue
         if t.task.env == "household":
             pattern, subject = household_pattern(t), t.task.spec["goal"]["object"]
-        elif t.task.env == "shop":
+        elif t.task.env in guidance.STORE_ENVS:
             pattern, subject = shop_pattern(t), t.task.spec["product_type"]
         else:
             continue
@@ -106,7 +111,7 @@ def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
 def template_guidance(failure: Failure, seen: dict[str, Counter],
                       successes: list[Trajectory]) -> tuple[str, str] | None:
     """(kind, text) for one failure signature, or None when the round holds no evidence to write from."""
-    if failure.trajectories[0].task.env == "shop":
+    if failure.trajectories[0].task.env in guidance.STORE_ENVS:
         return {"missing_options": ("try", guidance.click_options_first()),
                 "no_purchase": ("try", guidance.search_type_and_attributes(failure.subject)),
                 "wrong_item": ("try", guidance.search_type_and_attributes(failure.subject))}[failure.pattern]

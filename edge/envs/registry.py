@@ -19,7 +19,8 @@ from edge.envs.base import SPLITS, Agent, Task, TextEnv
 class EnvEntry:
     name: str
     module: str
-    """Module that defines ``make_env``, ``generate_tasks`` and ``AGENTS``."""
+    """Module that defines ``make_env``, ``generate_tasks`` and ``AGENTS`` (and ``SPLITS`` when it
+    has fewer than the protocol's three)."""
     description: str
 
     def load(self):
@@ -35,6 +36,7 @@ def register(name: str, module: str, description: str) -> None:
 
 register("household", "edge.envs.household", "mini-ALFWorld: six household task types, 2.1.1 wording")
 register("shop", "edge.envs.shop", "mini-WebShop: search and click in a generated catalog")
+register("webshop", "edge.envs.webshop", "WebShop on its own data files (folder from $WEBSHOP_DATA)")
 
 
 def env_names() -> list[str]:
@@ -54,6 +56,12 @@ def check_split(split: str) -> str:
     return split
 
 
+def env_splits(name: str) -> tuple[str, ...]:
+    """The splits an environment has: all of ``SPLITS`` unless its module says fewer (WebShop has no
+    ``test_unseen``)."""
+    return tuple(getattr(get_entry(name).load(), "SPLITS", SPLITS))
+
+
 def make_env(name: str, **kwargs: Any) -> TextEnv:
     """Build one environment instance by registry name."""
     return get_entry(name).load().make_env(**kwargs)
@@ -62,6 +70,8 @@ def make_env(name: str, **kwargs: Any) -> TextEnv:
 def generate_tasks(name: str, split: str, n: int, seed: int) -> list[Task]:
     """The first ``n`` tasks of ``split`` for ``seed``; the same arguments give the same tasks."""
     check_split(split)
+    if split not in env_splits(name):
+        raise ValueError(f"environment {name!r} has no split {split!r}; its splits: {', '.join(env_splits(name))}")
     if n < 1:
         raise ValueError(f"number of tasks must be at least 1, got {n}")
     return get_entry(name).load().generate_tasks(split, n, seed)

@@ -7,7 +7,7 @@ import random
 
 from edge.envs.agents import RandomAgent
 from edge.envs.base import Reset, Task
-from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, build_catalog
+from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Product, build_catalog
 from edge.envs.shop.reward import attribute_matches
 
 
@@ -23,12 +23,17 @@ class ExpertAgent:
         self.seed = seed  # scripted and deterministic; kept for the common agent signature
 
     def reset(self, task: Task, first: Reset) -> None:
+        target, option_values = self.plan(task)
+        self.query = target.title.lower()
+        self.target = f"click[{target.asin.lower()}]"
+        self.pending: list[str] = []
+        self.options = [f"click[{value.lower()}]" for value in option_values]
+
+    def plan(self, task: Task) -> tuple[Product, list[str]]:
+        """The product to buy and the option values to click on its page (another catalog overrides this)."""
         spec = task.spec
         catalog = build_catalog(spec.get("catalog_seed", DEFAULT_CATALOG_SEED))
-        self.query = catalog.by_asin[spec["asin"]].title.lower()
-        self.target = f"click[{spec['asin'].lower()}]"
-        self.pending: list[str] = []
-        self.options = [f"click[{value.lower()}]" for value in spec["options"].values()]
+        return catalog.by_asin[spec["asin"]], list(spec["options"].values())
 
     def act(self, observation: str, admissible_actions: list[str]) -> str:
         if any(a.startswith("search[") for a in admissible_actions):

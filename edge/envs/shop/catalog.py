@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Protocol
 
 DEFAULT_CATALOG_SEED = 2022
 """WebShop's paper year; any fixed number would do. The catalog depends on nothing else."""
@@ -64,10 +66,23 @@ class Product:
     price: float
     description: str
     features: tuple[str, ...]
+    price_tag: str = ""
+    """How pages show the price when it is not just ``price`` (WebShop shows ranges such as
+    "$10.99 to $15.99" while scoring one price drawn from the range); empty for shop products."""
 
     @property
     def price_text(self) -> str:
-        return f"${self.price:.2f}"
+        return self.price_tag or f"${self.price:.2f}"
+
+
+class ProductSource(Protocol):
+    """What the pages and the search index need of a catalog: shop's generated one or WebShop's files."""
+
+    @property
+    def products(self) -> Sequence[Product]: ...
+
+    @property
+    def by_asin(self) -> Mapping[str, Product]: ...
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """The mini-WebShop environment: search, browse, pick options, buy.
 
+``StoreEnv`` holds the pages and actions over any catalog and search engine; ``ShopEnv`` runs them
+on the generated catalog, and ``edge.envs.webshop`` on WebShop's own data files.
+
 It speaks WebShop's text protocol. Actions are ``search[query]`` and ``click[label]`` with the
 label lowercased as WebShop does (``click[b0abc12345]``, ``click[next >]``, ``click[buy now]``,
 ``click[large]``). Observations are WebShop's ``text`` mode: the page's visible strings joined by
@@ -30,10 +33,10 @@ import re
 from typing import Any
 
 from edge.envs.base import Reset, Step, StepInfo, Task
-from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Product, build_catalog
+from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Product, ProductSource, build_catalog
 from edge.envs.shop.goals import ENV_NAME, without_price
 from edge.envs.shop.reward import RewardBreakdown, reward_breakdown
-from edge.envs.shop.search import search_engine
+from edge.envs.shop.search import SearchEngine, search_engine
 
 SEP = " [SEP] "
 RESULTS_PER_PAGE = 10
@@ -50,31 +53,35 @@ def parse_action(action: str) -> tuple[str, str] | None:
     return match.group(1).lower(), match.group(2).strip().lower()
 
 
-class ShopEnv:
-    """One shopper session at a time; reset it to a task from :func:`generate_tasks`."""
+class StoreEnv:
+    """The pages and actions of a WebShop-style store over any catalog and search engine.
 
-    name = ENV_NAME
+    Subclasses name the environment and say which tasks fit their catalog (:meth:`check_task`);
+    the shop over its generated catalog and the adapter over WebShop's own files share everything
+    else, so both speak exactly the same protocol and score with the same reward.
+    """
 
-    def __init__(self, max_steps: int = DEFAULT_MAX_STEPS, catalog_seed: int = DEFAULT_CATALOG_SEED):
+    name = "store"
+
+    def __init__(self, catalog: ProductSource, engine: SearchEngine, max_steps: int = DEFAULT_MAX_STEPS):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.max_steps = max_steps
-        self.catalog_seed = catalog_seed
-        self.catalog = build_catalog(catalog_seed)
-        self.engine = search_engine(catalog_seed)
+        self.catalog = catalog
+        self.engine = engine
         self.task: Task | None = None
         self.purchase: RewardBreakdown | None = None
         """Why the last purchase scored what it did (None until something is bought)."""
 
+    def check_task(self, task: Task) -> None:
+        """Raise ValueError when ``task`` cannot be played on this catalog (its env name is checked already)."""
+
     # -- episode ------------------------------------------------------------------------------
 
     def reset(self, task: Task) -> Reset:
-        if task.env != ENV_NAME:
-            raise ValueError(f"task {task.task_id} is for environment {task.env!r}, not {ENV_NAME!r}")
-        task_catalog = task.spec.get("catalog_seed", DEFAULT_CATALOG_SEED)
-        if task_catalog != self.catalog_seed:
-            raise ValueError(f"task {task.task_id} was made for catalog seed {task_catalog}, "
-                             f"but this environment uses catalog seed {self.catalog_seed}")
+        if task.env != self.name:
+            raise ValueError(f"task {task.task_id} is for environment {task.env!r}, not {self.name!r}")
+        self.check_task(task)
         self.task = task
         self.goal = task.spec
         self.queries = list(task.spec.get("search_queries") or [without_price(task.instruction)])
@@ -221,6 +228,22 @@ class ShopEnv:
             parts += product.features
         self._clickables = {"back to search": ("back to search", None), "< prev": ("item", None)}
         self._obs = SEP.join(parts)
+
+
+class ShopEnv(StoreEnv):
+    """One shopper session at a time on the generated catalog; reset it to a task from ``generate_tasks``."""
+
+    name = ENV_NAME
+
+    def __init__(self, max_steps: int = DEFAULT_MAX_STEPS, catalog_seed: int = DEFAULT_CATALOG_SEED):
+        super().__init__(build_catalog(catalog_seed), search_engine(catalog_seed), max_steps)
+        self.catalog_seed = catalog_seed
+
+    def check_task(self, task: Task) -> None:
+        task_catalog = task.spec.get("catalog_seed", DEFAULT_CATALOG_SEED)
+        if task_catalog != self.catalog_seed:
+            raise ValueError(f"task {task.task_id} was made for catalog seed {task_catalog}, "
+                             f"but this environment uses catalog seed {self.catalog_seed}")
 
 
 def make_env(max_steps: int = DEFAULT_MAX_STEPS, catalog_seed: int = DEFAULT_CATALOG_SEED) -> ShopEnv:

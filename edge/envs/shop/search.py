@@ -1,18 +1,20 @@
 """Keyword search over the catalog with BM25, as WebShop's search engine does (it uses Pyserini).
 
-Each product is indexed by its title, product type, attributes and feature bullets. A query returns
-at most ``MAX_RESULTS`` product ids, best first; products that share no word with the query are
-left out, so a query of unknown words returns nothing.
+Each product is indexed by its title, product type, attributes and feature bullets (another catalog
+may say what its documents are: WebShop's own files index different fields). A query returns at most
+``MAX_RESULTS`` product ids, best first; products that share no word with the query are left out, so
+a query of unknown words returns nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import bm25s
 import numpy as np
 
-from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Catalog, Product, build_catalog
+from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Product, ProductSource, build_catalog
 
 MAX_RESULTS = 50
 """WebShop shows the top 50 results, 10 per page."""
@@ -27,13 +29,16 @@ def _document(product: Product) -> str:
 
 
 class SearchEngine:
-    """A BM25 index over one catalog; build it with :func:`search_engine` to share it."""
+    """A BM25 index over one catalog; build it with :func:`search_engine` to share it.
 
-    def __init__(self, catalog: Catalog):
+    ``document`` turns a product into the text that is indexed (default: the shop's fields).
+    """
+
+    def __init__(self, catalog: ProductSource, document: Callable[[Product], str] = _document):
         self.catalog = catalog
         self._asins = [p.asin for p in catalog.products]
         self._bm25 = bm25s.BM25()
-        self._bm25.index(_tokenize([_document(p) for p in catalog.products]), show_progress=False)
+        self._bm25.index(_tokenize([document(p) for p in catalog.products]), show_progress=False)
         # Queries repeat a lot (every episode of a group starts with the same few), so remember
         # answers; a per-instance cache keeps engines of different catalogs apart.
         self.search = lru_cache(maxsize=65536)(self._search)
