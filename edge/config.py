@@ -129,6 +129,25 @@ class WarmupConfig(_Section):
     eval_episodes: int = Field(200, ge=0)
     """test_seen episodes for the plain and the advised success check after training."""
     out_dir: Path = Path("checkpoints/base")
+    per_env: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Fields that replace the ones above when ``env`` is that environment, e.g. ``{shop: {objective:
+    candidates}}``: shop's product choice is a pick among ten ASIN tokens the model barely knows,
+    which the candidate objective learns and token-level SFT does not."""
+
+    @field_validator("per_env")
+    @classmethod
+    def _known_fields(cls, per_env: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for env, overrides in per_env.items():
+            unknown = sorted(set(overrides) - set(cls.model_fields) | ({"env", "per_env"} & set(overrides)))
+            if unknown:
+                raise ValueError(f"per_env.{env}: {unknown} cannot be set per environment; "
+                                 f"valid fields: {', '.join(sorted(set(cls.model_fields) - {'env', 'per_env'}))}")
+        return per_env
+
+    def for_env(self) -> WarmupConfig:
+        """This section with ``per_env[env]`` applied (validated like the rest)."""
+        overrides = self.per_env.get(self.env, {})
+        return self.model_validate(self.model_dump() | overrides | {"per_env": {}}) if overrides else self
 
 
 class RolloutConfig(_Section):

@@ -187,7 +187,7 @@ def true_advice_experience(task: Task) -> Experience:
 def run_warmup(params: EdgeParams, out_dir: Path | None = None) -> dict:
     """Build the tiny model, clone the demonstrations, save the base checkpoint, and check it:
     plain and true-advice success on ``test_seen``. Writes ``warmup.json`` beside the model."""
-    cfg = params.warmup
+    cfg = params.warmup.for_env()
     out_dir = Path(out_dir or cfg.out_dir)
     torch.manual_seed(params.seed)
     started = time.perf_counter()
