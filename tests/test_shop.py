@@ -443,3 +443,36 @@ def test_task_from_another_catalog_is_refused(task):
     with pytest.raises(ValueError, match="catalog seed"):
         make_env().reset(other)
     assert make_env(catalog_seed=7).reset(other).instruction == other.instruction
+
+
+def _play_shopper(agent, tasks):
+    env = registry_make_env("shop")
+    wins, actions = [], []
+    for task in tasks:
+        first = env.reset(task)
+        agent.reset(task, first)
+        observation, admissible = first.observation, first.admissible_actions
+        while True:
+            action = agent.act(observation, admissible)
+            assert action in admissible  # a score-mode policy can only pick what is offered
+            actions.append(action)
+            out = env.step(action)
+            observation, admissible = out.observation, out.info.admissible_actions
+            if out.done:
+                wins.append(out.info.won)
+                break
+    return sum(wins) / len(wins), actions
+
+
+def test_careful_shopper_follows_the_advice_and_beats_the_careless_one():
+    from edge.envs.shop.agents import Shopper
+
+    tasks = registry_generate_tasks("shop", "test_seen", 60, 0)
+    careful, careful_actions = _play_shopper(Shopper(1, careful=True), tasks)
+    careless, _ = _play_shopper(Shopper(1, careful=False, option_prob=0.5), tasks)
+    random_agent, _ = _play_shopper(RandomAgent(1), tasks)
+    assert careful >= 0.6 and careless <= 0.25 and random_agent <= 0.05
+    # It searches the type with the instruction's attributes, as the shop's true advice says.
+    queries = [a for a in careful_actions if a.startswith("search[")]
+    expected = {"search[" + " ".join([t.spec["product_type"], *t.spec["attributes"]]) + "]" for t in tasks}
+    assert set(queries) <= expected and len(queries) >= len(tasks)
