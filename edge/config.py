@@ -208,6 +208,10 @@ class BankConfig(_Section):
     key_must_match: bool = True
     """Retrieve an entry only if the words of its key (its subject) all occur in the task's
     instruction; embeddings alone confuse associated subjects (pillow / bed)."""
+    per_step: bool = False
+    """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
+    observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by
+    default: one retrieval per task keeps the block fixed, so the group's Delta is about one block."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
     eta: float = Field(0.3, gt=0, le=1)

@@ -46,8 +46,10 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
 
 def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
              experience_for: Callable[[Task], Experience | None] | None = None,
+             retrieve_step: Callable[[Task, str], Experience | None] | None = None,
              greedy: bool = False, chunk: int = 64, progress=None) -> EvalResult:
-    """One episode per task; with ``experience_for`` every episode is conditioned on what it returns."""
+    """One episode per task; with ``experience_for`` every episode is conditioned on what it returns
+    (and, with ``retrieve_step``, on what is retrieved again after each step; see ``rollout``)."""
     generator = torch.Generator().manual_seed(seed)
     trajectories: list[Trajectory] = []
     for start in range(0, len(tasks), chunk):
@@ -56,7 +58,7 @@ def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
         if experience_for is not None:
             experiences = {t.task_id: e for t in part if (e := experience_for(t)) is not None}
         trajectories += rollout(actor, part, 1, generator, experiences=experiences, conditioned_per_group=1,
-                                greedy=greedy, progress=progress)
+                                retrieve_step=retrieve_step, greedy=greedy, progress=progress)
     return summarise(trajectories)
 
 

@@ -12,6 +12,7 @@ the episode's reward attached, verl-agent style. Rollouts serialise to Parquet (
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +40,9 @@ class StepRecord:
     """What the agent saw before acting."""
     admissible: list[str]
     decision: Decision
+    experience: str | None = None
+    """The experience block in this step's prompt (differs from the trajectory's first block only
+    when entries are re-retrieved per step)."""
 
 
 @dataclass
@@ -70,9 +74,14 @@ class Trajectory:
 
 def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.Generator, *,
             experiences: dict[str, Experience] | None = None, conditioned_per_group: int = 0,
+            retrieve_step: Callable[[Task, str], Experience | None] | None = None,
             greedy: bool = False, max_steps: int | None = None, progress=None) -> list[Trajectory]:
     """Roll out ``group_size`` trajectories per task; the first ``conditioned_per_group`` members of
-    a task's group see its experience when ``experiences`` has one for it, the rest are plain."""
+    a task's group see its experience when ``experiences`` has one for it, the rest are plain.
+
+    With ``retrieve_step``, a conditioned trajectory's block is retrieved again after every step
+    from the new observation (keeping the previous block when nothing is found), and every entry
+    it saw is recorded in its ``experience.entry_ids``."""
     experiences = experiences or {}
     trajectories: list[Trajectory] = []
     envs, states = [], []
@@ -82,8 +91,8 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
         exp = experiences.get(task.task_id)
         for member, (env, first) in enumerate(zip(group_envs, resets)):
             conditioned = exp is not None and member < conditioned_per_group
-            traj = Trajectory(f"{task.task_id}/m{member}", task, task.task_id, member, conditioned,
-                              exp if conditioned else None)
+            own = Experience(exp.text, list(exp.entry_ids)) if conditioned else None  # ids may grow per step
+            traj = Trajectory(f"{task.task_id}/m{member}", task, task.task_id, member, conditioned, own)
             trajectories.append(traj)
             envs.append(env)
             states.append(AgentState(task.instruction, first.observation, first.admissible_actions,
@@ -95,7 +104,7 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
         still = []
         for i, decision in zip(active, decisions):
             traj, state = trajectories[i], states[i]
-            traj.steps.append(StepRecord(state.observation, state.admissible, decision))
+            traj.steps.append(StepRecord(state.observation, state.admissible, decision, state.experience))
             result = envs[i].step(decision.action)
             traj.invalid_actions += result.info.invalid_action or decision.invalid
             if result.done:
@@ -106,8 +115,14 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
                     progress.update(1)
             else:
                 history = (state.history + [(decision.action, result.observation)])[-max(history_steps, 1):]
+                experience = state.experience
+                if retrieve_step is not None and traj.conditioned:
+                    found = retrieve_step(traj.task, result.observation)
+                    if found is not None:
+                        experience = found.text
+                        traj.experience.entry_ids += [e for e in found.entry_ids if e not in traj.experience.entry_ids]
                 states[i] = AgentState(state.instruction, result.observation, result.info.admissible_actions,
-                                       history if history_steps else [], state.experience)
+                                       history if history_steps else [], experience)
                 still.append(i)
         active = still
     return trajectories
@@ -136,7 +151,7 @@ def to_table(trajectories: list[Trajectory]) -> pa.Table:
             values = dict(
                 traj_id=t.traj_id, group_id=t.group_id, member=t.member, step=i, task_json=task_json,
                 task_type=t.task.task_type, conditioned=t.conditioned,
-                experience=t.experience.text if t.experience else None,
+                experience=s.experience,
                 entry_ids=t.experience.entry_ids if t.experience else [], observation=s.observation,
                 admissible=s.admissible, action=d.action, prompt_ids=d.prompt_ids, candidate_ids=d.candidate_ids,
                 chosen=d.chosen, response_ids=d.response_ids, logp=d.logp, invalid=d.invalid, entropy=d.entropy,
@@ -159,7 +174,7 @@ def from_table(table: pa.Table) -> list[Trajectory]:
                 won=row["won"], score=row["score"], reward=row["reward"], invalid_actions=row["invalid_actions"])
         decision = Decision(row["action"], row["prompt_ids"], row["candidate_ids"], row["chosen"],
                             row["response_ids"], row["logp"], row["invalid"], row["entropy"])
-        traj.steps.append(StepRecord(row["observation"], row["admissible"], decision))
+        traj.steps.append(StepRecord(row["observation"], row["admissible"], decision, row["experience"]))
     return list(trajectories.values())
 
 

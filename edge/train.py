@@ -108,6 +108,20 @@ class Run:
                                     cfg.similarity_threshold, cfg.key_must_match)
         return Experience(*found) if found else None
 
+    def step_retriever(self):
+        """With ``bank.per_step``, the per-step re-retrieval the rollout calls; else None."""
+        cfg = self.params.bank
+        if not (self.settings.use_bank and cfg.per_step):
+            return None
+        from edge.bank.retrieval import retrieve_experience
+
+        def retrieve(task: Task, observation: str) -> Experience | None:
+            found = retrieve_experience(self.bank(), f"{task.instruction} {observation}", task.task_type,
+                                        cfg.top_k, cfg.similarity_threshold, cfg.key_must_match)
+            return Experience(*found) if found else None
+
+        return retrieve
+
     @classmethod
     def open(cls, params: EdgeParams) -> Run:
         cfg = params.train
@@ -190,7 +204,8 @@ def collect_stage(run: Run, k: int) -> Path:
         conditioned = round(run.settings.rho * cfg.group_size)
     retrieval_seconds = time.perf_counter() - retrieval_started
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, generator, experiences=experiences,
-                           conditioned_per_group=conditioned, max_steps=cfg.max_steps)
+                           conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
+                           max_steps=cfg.max_steps)
     # Timings go to disk before the completion marker, so a resumed run still reports them.
     write_json(run.round_dir(k) / "collect.json", {"collect_seconds": time.perf_counter() - started,
                                                   "retrieval_seconds": retrieval_seconds})
@@ -390,7 +405,8 @@ def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None) -> dict:
             experiences = {t.task_id: run.experience_for(t) for t in tasks}
             if any(experiences.values()):
                 scaffold = evaluate(actor, tasks, seed, experience_for=lambda t, e=experiences: e[t.task_id],
-                                    greedy=cfg.greedy, progress=progress).to_dict()
+                                    retrieve_step=run.step_retriever(), greedy=cfg.greedy,
+                                    progress=progress).to_dict()
             else:  # nothing retrieved: the scaffolded episodes would replay the plain ones exactly
                 scaffold = dict(plain)
             result[split] |= {"with_bank": scaffold,

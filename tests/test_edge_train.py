@@ -98,3 +98,51 @@ def test_bank_audit_commands(tmp_path):
     assert set(changes["added"]) == new_rows  # merged near-duplicates are kept as rows too
     missing = runner.invoke(app, ["bank", "show", "g999999", "--run", str(run.folder)])
     assert missing.exit_code == 2 and "no entry" in missing.output
+
+
+def test_per_step_re_retrieval_changes_the_block_and_records_every_entry_seen(tmp_path):
+    import torch
+
+    from edge.config import PolicyConfig
+    from edge.envs.registry import generate_tasks
+    from edge.policy.actor import Actor
+    from edge.policy.model import load_policy
+    from edge.rollout import Experience, rollout, write_rollouts
+
+    actor = Actor(load_policy(PolicyConfig(), seed=0, envs=["household"]))
+    tasks = generate_tasks("household", "train", 2, 0)
+    calls = []
+
+    def retrieve_step(task, observation):
+        calls.append(task.task_id)
+        # A block that names the step it was retrieved at, so each step's prompt differs.
+        return Experience(f"try : step {len(calls)} .", [f"e{len(calls) % 3}"])
+
+    first = {t.task_id: Experience("try : look for x in y .", ["e-first"]) for t in tasks}
+    trajectories = rollout(actor, tasks, 3, torch.Generator().manual_seed(0), experiences=first,
+                           conditioned_per_group=1, retrieve_step=retrieve_step, max_steps=4)
+    conditioned = [t for t in trajectories if t.conditioned]
+    plain = [t for t in trajectories if not t.conditioned]
+    assert len(conditioned) == 2 and len(plain) == 4
+    for t in conditioned:
+        blocks = [s.experience for s in t.steps]
+        assert blocks[0] == "try : look for x in y ." and len(set(blocks)) == len(blocks) == 4
+        ids = t.experience.entry_ids
+        assert ids[0] == "e-first" and len(ids) == len(set(ids)) > 1
+    assert all(s.experience is None for t in plain for s in t.steps)
+    assert len(calls) == sum(len(t.steps) - 1 for t in conditioned)  # never for plain members, not after the end
+    assert first[tasks[0].task_id].entry_ids == ["e-first"]  # the shared retrieval result is not mutated
+    # The per-step blocks survive the Parquet round trip.
+    back = {t.traj_id: t for t in read_rollouts(write_rollouts(trajectories, tmp_path / "r.parquet"))}
+    for t in conditioned:
+        assert [s.experience for s in back[t.traj_id].steps] == [s.experience for s in t.steps]
+        assert back[t.traj_id].experience.text == "try : look for x in y ."
+
+
+def test_per_step_training_round_runs_and_credits_entries(tmp_path):
+    run = train(edge_params(tmp_path, rounds=2, bank={"embedder": "hash", "similarity_threshold": 0.05,
+                                                      "per_step": True}))
+    conditioned = [t for t in read_rollouts(run.round_dir(1) / "rollouts.parquet") if t.conditioned]
+    assert conditioned
+    credited = {c["id"] for c in json.loads((run.round_dir(1) / "bank_changes.json").read_text())["credited"]}
+    assert credited == {e for t in conditioned for e in t.experience.entry_ids}

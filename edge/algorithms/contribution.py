@@ -48,8 +48,10 @@ def group_contributions(trajectories: list[Trajectory]) -> list[GroupContributio
         r_cond = sum(t.reward for t in cond) / len(cond)
         r_plain = sum(t.reward for t in plain) / len(plain)
         delta = r_cond - r_plain
+        # Every entry any conditioned member saw (they differ only under per-step re-retrieval).
+        entry_ids = list(dict.fromkeys(e for t in cond for e in t.experience.entry_ids))
         out.append(GroupContribution(
-            group_id=gid, task_type=members[0].task.task_type, entry_ids=list(cond[0].experience.entry_ids),
+            group_id=gid, task_type=members[0].task.task_type, entry_ids=entry_ids,
             n_conditioned=len(cond), n_plain=len(plain), reward_conditioned=r_cond, reward_plain=r_plain,
             success_conditioned=sum(t.won for t in cond) / len(cond),
             success_plain=sum(t.won for t in plain) / len(plain), delta=delta, credit=max(delta, 0.0)))
