@@ -417,5 +417,36 @@ def data_prepare(params: Path = typer.Option(Path("params.yaml"), help="Project 
                       + f" -> {cfg.data.out_dir / env}")
 
 
+# ----- benchmarks (`edge bench ...`): the logic lives in edge/benchmarking/ ----------------------
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that reproduce the tables in benchmarks/results/.")
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("perf")
+def bench_perf(
+    quick: bool = typer.Option(False, help="Tiny sizes and the hash embedder (seconds; for tests)."),
+    out_dir: Path = typer.Option(Path("benchmarks/results"), help="Folder for perf.md and perf.json."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set rollout.group_size=4."),
+    bank_sizes: str = typer.Option(None, help="Comma-separated bank sizes (default 1000,10000,100000)."),
+    queries: int = typer.Option(None, min=1, help="Retrieval queries per (size, index) cell (default 100)."),
+    prefect: bool = typer.Option(True, help="Also run the rounds through Prefect (orchestration overhead)."),
+    track: bool = typer.Option(True, help="Log the report to MLflow (experiment bench-perf)."),
+    work_dir: Path = typer.Option(None, help="Keep the scratch runs and banks here (default: a removed temp folder)."),
+) -> None:
+    """Performance profile and cost of the bank (issue 7): perf.md, perf.json and an MLflow run."""
+    from edge.benchmarking.perf import PerfOptions, render_markdown, run_perf
+
+    sizes = tuple(int(s) for s in bank_sizes.split(",")) if bank_sizes else None
+    options = PerfOptions.preset(quick, params_path=params, overrides=list(set_ or []), out_dir=out_dir,
+                                 bank_sizes=sizes, queries=queries, prefect=prefect, track=track, work_dir=work_dir)
+    try:
+        report = run_perf(options, progress=lambda line: console.print(line, highlight=False))
+    except (ValueError, FileNotFoundError) as err:
+        _fail(str(err))
+    console.print(render_markdown(report), highlight=False, markup=False)
+    console.print(f"written: {out_dir / 'perf.md'}, {out_dir / 'perf.json'}")
+
+
 if __name__ == "__main__":
     app()
