@@ -5,7 +5,14 @@ import math
 
 from typer.testing import CliRunner
 
-from edge.benchmarking.perf import STAGE_ORDER, CallTimer, ForwardTimer, percentiles_ms, timing_attribute
+from edge.benchmarking.perf import (
+    STAGE_ORDER,
+    CallTimer,
+    ForwardTimer,
+    bank_cost_of_run,
+    percentiles_ms,
+    timing_attribute,
+)
 from edge.cli import app
 
 
@@ -19,8 +26,9 @@ def share(value) -> bool:
 
 def test_quick_perf_report(tmp_path):
     out = tmp_path / "results"
+    work = tmp_path / "work"
     result = CliRunner().invoke(app, ["bench", "perf", "--quick", "--no-track", "--out-dir", str(out),
-                                      "--set", "train.base_checkpoint=null"])
+                                      "--work-dir", str(work), "--set", "train.base_checkpoint=null"])
     assert result.exit_code == 0, result.output
     report = json.loads((out / "perf.json").read_text())
     markdown = (out / "perf.md").read_text()
@@ -75,6 +83,13 @@ def test_quick_perf_report(tmp_path):
 
     aims = {a["aim"]: a for a in report["against_aims"]}
     assert len(aims) == 4 and all(a["met"] in (True, False, None) for a in aims.values())
+
+    # The per-round table of a finished run (`--bank-run`), from the files the stages wrote.
+    run_rows = bank_cost_of_run(work / "runs" / "direct" / "household-edge-s0")
+    assert [r["round"] for r in run_rows] == [0, 1]
+    for row in run_rows:
+        assert row["round_seconds"] > 0 and share(row["bank_share"])
+        assert 0 <= row["experience_tokens"] <= row["prompt_tokens"]
 
 
 def test_timers_observe_without_changing_behaviour():

@@ -77,6 +77,8 @@ class PerfOptions:
     """Log the report to MLflow (experiment ``bench-perf``)."""
     work_dir: Path | None = None
     """Scratch folder for runs and banks (default: a temporary folder, removed afterwards)."""
+    bank_run: Path | None = None
+    """A finished EDGE run folder: also tabulate the cost of the bank in each of its rounds."""
 
     @classmethod
     def preset(cls, quick: bool = False, **changes: Any) -> PerfOptions:
@@ -494,6 +496,41 @@ def bank_cost(round_record: dict) -> dict:
     }
 
 
+def bank_cost_of_run(run_folder: Path) -> list[dict]:
+    """The cost of the bank in every round of a finished training run, from the files its stages wrote
+    (``collect.json``, ``bank_changes.json``, ``train_metrics.json``, ``eval.json``, the rollouts).
+
+    The round's total is the sum of the recorded stage times (collect, update-bank, update, evaluate;
+    the score stage records none and takes well under a second)."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for folder in sorted(Path(run_folder).glob("round_*")):
+        files = {name: folder / f"{name}.json" for name in ("collect", "bank_changes", "train_metrics", "eval")}
+        if not (files["train_metrics"].exists() and files["collect"].exists()):
+            continue
+        collect = json.loads(files["collect"].read_text())
+        metrics = json.loads(files["train_metrics"].read_text())
+        changes = json.loads(files["bank_changes"].read_text()) if files["bank_changes"].exists() else None
+        evaluation = json.loads(files["eval"].read_text()) if files["eval"].exists() else {}
+        bank_seconds = changes["seconds"] if changes else {"credit": 0.0, "synthesis": 0.0, "prune": 0.0, "total": 0.0}
+        total = (collect["collect_seconds"] + bank_seconds["total"] + metrics["update_seconds"]
+                 + evaluation.get("eval_seconds", 0.0))
+        steps = pq.read_table(folder / "rollouts.parquet", columns=["prompt_ids", "conditioned"]).to_pylist()
+        prompt_tokens = sum(len(s["prompt_ids"]) for s in steps)
+        rows.append({
+            "round": metrics["round"], "round_seconds": total, "retrieval_seconds": collect["retrieval_seconds"],
+            "credit_seconds": bank_seconds["credit"], "synthesis_seconds": bank_seconds["synthesis"],
+            "prune_seconds": bank_seconds["prune"], "update_bank_seconds": bank_seconds["total"],
+            "bank_share": (collect["retrieval_seconds"] + bank_seconds["total"]) / total if total else 0.0,
+            "experience_tokens": metrics["experience_tokens"], "prompt_tokens": prompt_tokens,
+            "conditioned_steps": sum(s["conditioned"] for s in steps), "distill_samples": metrics["distill_samples"],
+            "bank_active_entries": changes["size_active"] if changes else 0,
+            "snapshot_bytes": changes["snapshot_bytes"] if changes else 0,
+        })
+    return rows
+
+
 # ----- retrieval at scale ----------------------------------------------------------------------
 def synthetic_bank_table(n: int, words: list[str], task_types: list[str], seed: int, embedder):
     """``n`` bank rows whose keys are three words of the environment's instructions, embedded by
@@ -662,6 +699,9 @@ def run_perf(options: PerfOptions, progress: Callable[[str], None] = print) -> d
         progress("retrieval latency " + ", ".join(f"{n:,}" for n in options.bank_sizes) + " entries ...")
         report["retrieval"] = measure_retrieval(options.bank_sizes, options.queries, scratch, params, seed)
         report["minilm_query"] = measure_minilm(options.minilm_queries, params, seed)
+        if options.bank_run is not None:
+            report["bank_cost_of_run"] = {"run": str(options.bank_run), "rounds": bank_cost_of_run(options.bank_run),
+                                          "bank_folder_bytes": folder_bytes(Path(options.bank_run) / "bank")}
         report["memory"]["peak_rss_mb_total"] = peak_rss_mb()
     finally:
         if options.work_dir is None:
@@ -852,7 +892,22 @@ def render_markdown(report: dict) -> str:
         ["Parquet snapshot", *[f"{c['snapshot_bytes'] / 1024:,.0f} KiB" for c in costs]],
     ])
     out += ["The with-bank half of each evaluation (retrieval plus a second set of episodes) is also a cost "
-            "of the bank; it is inside the evaluate stage above.", ""]
+            "of the bank; it is inside the evaluate stage above. A round whose tasks retrieved nothing shows no "
+            "experience tokens and no distillation: `--bank-run` tabulates a whole training run.", ""]
+    if "bank_cost_of_run" in report:
+        run = report["bank_cost_of_run"]
+        out += [f"### Over the rounds of `{run['run']}`", "",
+                f"From the run's own timing files; its bank folder holds {run['bank_folder_bytes'] / 1024:,.0f} KiB "
+                "(every version).", ""]
+        out += _table(["round", "round s", "retrieval s", "synthesis s", "pruning s", "update-bank s", "bank share",
+                       "conditioned steps", "experience tokens (share)", "distill samples", "active entries",
+                       "snapshot KiB"],
+                      [[str(r["round"]), _f(r["round_seconds"], 1), _f(r["retrieval_seconds"], 3),
+                        _f(r["synthesis_seconds"], 3), _f(r["prune_seconds"], 3), _f(r["update_bank_seconds"], 3),
+                        _pct(r["bank_share"]), str(r["conditioned_steps"]),
+                        f"{r['experience_tokens']:,} ({_pct(r['experience_tokens'] / max(r['prompt_tokens'], 1))})",
+                        str(r["distill_samples"]), str(r["bank_active_entries"]), _f(r["snapshot_bytes"] / 1024, 0)]
+                       for r in run["rounds"]])
     return "\n".join(out)
 
 
