@@ -18,7 +18,7 @@ app.add_typer(env_app, name="env")
 app.add_typer(data_app, name="data")
 bank_app = typer.Typer(no_args_is_help=True, help="Audit a run's experience bank.")
 app.add_typer(bank_app, name="bank")
-bench_app = typer.Typer(no_args_is_help=True, help="The benchmark suite (results go to benchmarks/results/).")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that reproduce the tables in benchmarks/results/.")
 app.add_typer(bench_app, name="bench")
 
 console = Console()
@@ -460,6 +460,37 @@ def bench_learning(
         _fail(str(err))
     console.print((out_dir / f"{name}.md").read_text(), markup=False, highlight=False)
     console.print(f"wall time {report['wall_minutes']:.1f} min; tables in {out_dir / name}.md and .json")
+
+
+@bench_app.command("perf")
+def bench_perf(
+    quick: bool = typer.Option(False, help="Tiny sizes and the hash embedder (seconds; for tests)."),
+    out_dir: Path = typer.Option(Path("benchmarks/results"), help="Folder for perf.md and perf.json."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set rollout.group_size=4."),
+    bank_sizes: str = typer.Option(None, help="Comma-separated bank sizes (default 1000,10000,100000)."),
+    queries: int = typer.Option(None, min=1, help="Retrieval queries per (size, index) cell (default 100)."),
+    prefect: bool = typer.Option(True, help="Also run the rounds through Prefect (orchestration overhead)."),
+    track: bool = typer.Option(True, help="Log the report to MLflow (experiment bench-perf)."),
+    work_dir: Path = typer.Option(None, help="Keep the scratch runs and banks here (default: a removed temp folder)."),
+    rounds: int = typer.Option(None, min=1, help="EDGE rounds before the measured one, plus one (default 2)."),
+    bank_run: Path = typer.Option(None, help="A finished EDGE run folder: also tabulate the bank's cost per round."),
+) -> None:
+    """Performance profile and cost of the bank (issue 7): perf.md, perf.json and an MLflow run."""
+    from edge.benchmarking.perf import PerfOptions, render_markdown, run_perf
+
+    sizes = tuple(int(s) for s in bank_sizes.split(",")) if bank_sizes else None
+    options = PerfOptions.preset(quick, params_path=params, overrides=list(set_ or []), out_dir=out_dir,
+                                 bank_sizes=sizes, queries=queries, prefect=prefect, track=track, work_dir=work_dir,
+                                 rounds=rounds, bank_run=bank_run)
+    if bank_run is not None and not (bank_run / "round_000").is_dir():
+        _fail(f"{bank_run} has no round_000: give a training run folder, e.g. runs/household-edge-s0")
+    try:
+        report = run_perf(options, progress=lambda line: console.print(line, highlight=False))
+    except (ValueError, FileNotFoundError) as err:
+        _fail(str(err))
+    console.print(render_markdown(report), highlight=False, markup=False)
+    console.print(f"written: {out_dir / 'perf.md'}, {out_dir / 'perf.json'}")
 
 
 if __name__ == "__main__":
