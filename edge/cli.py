@@ -437,6 +437,7 @@ def bench_learning(
     name: str = typer.Option("learning", help="Stem of the result files."),
     set_: list[str] = typer.Option(None, "--set", help="Override a parameter for every run."),
     track: bool = typer.Option(True, help="Log the tables and plots to MLflow (experiment bench-learning)."),
+    report_only: bool = typer.Option(False, help="Train nothing; rebuild the tables from the finished runs."),
 ) -> None:
     """GRPO, EDGE and its ablations over seeds: final success with 95% bootstrap intervals, paired
     differences against GRPO with permutation p-values, and success against environment steps."""
@@ -451,7 +452,7 @@ def bench_learning(
             _fail(f"--split {split!r}: valid splits are {', '.join(SPLITS)}")
     cfg = LearningBenchConfig(envs=envs, methods=methods, seeds=seeds, budget=budget, eval_episodes=eval_episodes,
                               splits=splits, eval_every=eval_every, jobs=jobs, params=params, runs_dir=runs_dir,
-                              out_dir=out_dir, name=name, extra=list(set_ or []))
+                              out_dir=out_dir, name=name, extra=list(set_ or []), report_only=report_only)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console) as progress:
@@ -459,7 +460,9 @@ def bench_learning(
     except ValueError as err:
         _fail(str(err))
     console.print((out_dir / f"{name}.md").read_text(), markup=False, highlight=False)
-    console.print(f"wall time {report['wall_minutes']:.1f} min; tables in {out_dir / name}.md and .json")
+    if report["wall_minutes"] is not None:
+        console.print(f"wall time {report['wall_minutes']:.1f} min", highlight=False)
+    console.print(f"tables in {out_dir / name}.md and .json", highlight=False)
 
 
 @bench_app.command("perf")

@@ -131,7 +131,8 @@ class Run:
         saved = folder / "params.json"
         current = params.model_dump(mode="json")
         if saved.exists():
-            previous = json.loads(saved.read_text())
+            # Through the schema, so a field added since the run started compares at its default.
+            previous = type(params).model_validate(json.loads(saved.read_text())).model_dump(mode="json")
             # More (or fewer) rounds extends (or stops early) the same run; anything else is another run.
             previous["train"]["rounds"] = current["train"]["rounds"]
             if previous != current:

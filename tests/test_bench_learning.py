@@ -54,7 +54,8 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     table = report["table"]["household"]
     for split in ("test_seen", "test_unseen"):
         edge = table["edge"][split]
-        assert {"plain", "with_bank", "minus_grpo", "scaffold_minus_grpo_plain"} <= set(edge)
+        assert {"plain", "with_bank", "minus_grpo", "scaffold_minus_grpo_plain", "plain_score",
+                "score_minus_grpo"} <= set(edge)
         # retention is undefined (and left out) when no seed succeeded with the bank
         assert ("retention" in edge) == any(runs["edge"][s]["final"][f"{split}_with_bank"] > 0 for s in ("0", "1"))
         assert "with_bank" not in table["grpo"][split] and "minus_grpo" not in table["grpo"][split]
@@ -64,7 +65,11 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     markdown = (tmp_path / "results" / "toy.md").read_text()
     assert "## household / test_unseen" in markdown and "| edge |" in markdown
     assert (tmp_path / "results" / "toy_household_test_seen.png").stat().st_size > 0
-    # A second invocation finds every run finished and only rewrites the tables.
-    again = CliRunner().invoke(app, args)
+    # --report-only trains nothing and rebuilds the same tables from the finished runs ...
+    again = CliRunner().invoke(app, [*args, "--report-only"])
     assert again.exit_code == 0, again.output
-    assert json.loads((tmp_path / "results" / "toy.json").read_text())["table"] == report["table"]
+    rebuilt = json.loads((tmp_path / "results" / "toy.json").read_text())
+    assert rebuilt["table"] == report["table"] and rebuilt["wall_minutes"] is None
+    # ... and names the run that is missing when asked for a seed never trained.
+    missing = CliRunner().invoke(app, [*args, "--seed", "7", "--report-only"])
+    assert missing.exit_code == 2 and "household-grpo-s7 has not finished" in missing.output.replace("\n", "")

@@ -59,6 +59,8 @@ class LearningBenchConfig:
     """Stem of the result files (``<out_dir>/<name>.md`` and ``.json``)."""
     extra: list[str] = field(default_factory=list)
     """More ``section.key=value`` overrides for every run (and the warm starts)."""
+    report_only: bool = False
+    """Train nothing: rebuild the tables from the finished runs in ``runs_dir``."""
 
 
 def _edge_command() -> list[str]:
@@ -94,6 +96,10 @@ def run_name(env: str, method: str, seed: int) -> str:
     return f"{env}-{method}-s{seed}"
 
 
+def round_dir_name(k: int) -> str:
+    return f"round_{k:03d}"
+
+
 def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: Path, rounds: int,
               log_dir: Path) -> Path:
     """One training run in its own process; returns its folder (resumes if it exists)."""
@@ -118,7 +124,7 @@ def read_run(folder: Path, splits: list[str]) -> dict:
     episodes = params["rollout"]["tasks_per_round"] * params["rollout"]["group_size"]
     base = json.loads((folder / "eval_base.json").read_text())
     points = [(-1, 0, base)]
-    for round_dir in sorted(folder.glob("round_*")):
+    for round_dir in sorted(folder.glob("round_[0-9][0-9][0-9]")):
         metrics = json.loads((round_dir / "train_metrics.json").read_text())
         # Runs from before train_env_steps was recorded: mean length x episodes is the same number.
         steps += metrics.get("train_env_steps", round(metrics["train_episode_length"] * episodes))
@@ -129,8 +135,10 @@ def read_run(folder: Path, splits: list[str]) -> dict:
         row = {"round": k, "env_steps": at_steps}
         for split in splits:
             row[f"{split}_plain"] = ev[split]["plain"]["success"]
+            row[f"{split}_plain_score"] = ev[split]["plain"]["score"]
             if "with_bank" in ev[split]:
                 row[f"{split}_with_bank"] = ev[split]["with_bank"]["success"]
+                row[f"{split}_with_bank_score"] = ev[split]["with_bank"]["score"]
                 row[f"{split}_retention"] = ev[split]["retention"]
         curve.append(row)
     return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps}
@@ -157,7 +165,7 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                     return runs[seed]["final"].get(f"{split}_{metric}")
 
                 entry = {}
-                for metric in ("plain", "with_bank", "retention"):
+                for metric in ("plain", "with_bank", "retention", "plain_score", "with_bank_score"):
                     values = [v for s in by_seed if (v := final(by_seed, s, metric)) is not None]
                     if values:
                         entry[metric] = bootstrap_mean(values).to_dict()
@@ -169,6 +177,9 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                     banked = [final(by_seed, s, "with_bank") for s in seeds]
                     if None not in banked:
                         entry["scaffold_minus_grpo_plain"] = paired_difference(banked, grpo_plain, seeds)
+                    entry["score_minus_grpo"] = paired_difference(
+                        [final(by_seed, s, "plain_score") for s in seeds],
+                        [final(baseline, s, "plain_score") for s in seeds], seeds)
                 table[env][method][split] = entry
     return table
 
@@ -181,33 +192,39 @@ def _fmt(e: dict | None, points: bool = False) -> str:
     return f"{sign}{e['mean'] * scale:.1f}{unit} [{e['low'] * scale:.1f}, {e['high'] * scale:.1f}]"
 
 
+def _diff_cells(e: dict | None) -> str:
+    return f"{_fmt(e, True)} | {e['p_value']:.3f}" if e else "– | –"
+
+
 def markdown(report: dict) -> str:
     cfg = report["config"]
+    n_seeds = len(cfg["seeds"])
     lines = [f"# Learning benchmark ({cfg['name']})", "",
-             f"{len(cfg['seeds'])} seeds ({', '.join(map(str, cfg['seeds']))}), paired by seed; "
-             f"{report['rounds']} rounds of the default round size; {cfg['eval_episodes']} evaluation episodes per "
-             "split and condition. Mean over seeds with a 95% bootstrap interval; differences are in points, "
-             "per seed, with an exact sign-flip permutation p-value "
-             f"(the smallest possible with {len(cfg['seeds'])} seeds is {smallest_p(len(cfg['seeds'])):.4f}).", "",
+             f"{n_seeds} seeds ({', '.join(map(str, cfg['seeds']))}), paired by seed; {report['rounds']} rounds "
+             f"of the default round size; {cfg['eval_episodes']} evaluation episodes per split and condition. "
+             "Mean over seeds with a 95% bootstrap interval; differences against GRPO are paired by seed, in "
+             "points, with an exact sign-flip permutation p-value (the smallest possible with "
+             f"{n_seeds} seeds is {smallest_p(n_seeds):.4f}). Success is reward 1; score is the mean reward "
+             "x 100 (WebShop's \"Score\"; equal to success x 100 where rewards are 0 or 1).", "",
              f"Command: `{report['command']}`  ",
-             f"Machine: {report['machine']}; wall time {report['wall_minutes']:.0f} min "
-             f"with {cfg['jobs']} runs in parallel.", ""]
+             f"Machine: {report['machine']}; " + (
+                 f"wall time {report['wall_minutes']:.0f} min with {cfg['jobs']} runs in parallel."
+                 if report["wall_minutes"] is not None else "tables rebuilt from finished runs (--report-only)."),
+             ""]
     for env, by_method in report["table"].items():
         for split in cfg["splits"]:
             lines += [f"## {env} / {split}", "",
-                      "| method | plain | with bank | retention | plain − GRPO plain (points) | p | "
-                      "with bank − GRPO plain (points) | env steps |",
-                      "|---|---|---|---|---|---|---|---|"]
+                      "| method | plain success | with bank | retention | plain − GRPO (points) | p | "
+                      "with bank − GRPO plain (points) | p | plain score | score − GRPO (points) | p | env steps |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for method, splits in by_method.items():
                 e = splits[split]
-                diff = e.get("minus_grpo")
                 steps = [r["env_steps"] for r in report["runs"][env][method].values()]
                 lines.append(f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
-                             f"{_fmt(e.get('retention'))} | {_fmt(diff, True)} | "
-                             f"{diff['p_value']:.3f} |" if diff else
-                             f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
-                             f"{_fmt(e.get('retention'))} | – | – |")
-                lines[-1] += f" {_fmt(e.get('scaffold_minus_grpo_plain'), True)} | {sum(steps) / len(steps):,.0f} |"
+                             f"{_fmt(e.get('retention'))} | {_diff_cells(e.get('minus_grpo'))} | "
+                             f"{_diff_cells(e.get('scaffold_minus_grpo_plain'))} | "
+                             f"{_fmt(e.get('plain_score'), True).lstrip('+')} | "
+                             f"{_diff_cells(e.get('score_minus_grpo'))} | {sum(steps) / len(steps):,.0f} |")
             lines.append("")
             per_seed = {m: s[split]["minus_grpo"]["per_seed"] for m, s in by_method.items() if "minus_grpo" in s[split]}
             if per_seed:
@@ -270,14 +287,19 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         raise ValueError(f"methods {unknown} are unknown; valid methods: {', '.join(METHODS)}")
     started = time.perf_counter()
     rounds = rounds_for(cfg)
-    bases = {env: base_checkpoint(cfg, env) for env in cfg.envs}
+    bases = {} if cfg.report_only else {env: base_checkpoint(cfg, env) for env in cfg.envs}
     jobs = [(env, method, seed) for env in cfg.envs for seed in cfg.seeds for method in cfg.methods]
     log_dir = cfg.runs_dir / "logs"
     bar = progress.add_task("benchmark runs", total=len(jobs)) if progress else None
 
     def work(job):
         env, method, seed = job
-        folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
+        if cfg.report_only:
+            folder = cfg.runs_dir / run_name(env, method, seed)
+            if not (folder / round_dir_name(rounds - 1) / "eval.json").exists():
+                raise ValueError(f"--report-only: {folder} has not finished {rounds} rounds")
+        else:
+            folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
         if progress:
             progress.advance(bar)
         return job, folder
@@ -290,7 +312,7 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
         "rounds": rounds, "command": command,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "wall_minutes": (time.perf_counter() - started) / 60,
+        "wall_minutes": None if cfg.report_only else (time.perf_counter() - started) / 60,
         "table": summarise(results, cfg),
         "runs": {env: {m: {str(s): r for s, r in by_seed.items()} for m, by_seed in by_method.items()}
                  for env, by_method in results.items()},
