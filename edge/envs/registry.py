@@ -35,6 +35,8 @@ def register(name: str, module: str, description: str) -> None:
 
 register("household", "edge.envs.household", "mini-ALFWorld: six household task types, 2.1.1 wording")
 register("shop", "edge.envs.shop", "mini-WebShop: search and click in a generated catalog")
+register("alfworld", "edge.envs.alfworld",
+         "ALFWorld 0.4.2 text games (extra edge-rl[alfworld], data in $ALFWORLD_DATA), in worker processes")
 
 
 def env_names() -> list[str]:
