@@ -35,10 +35,11 @@ class WorkerError(RuntimeError):
     """An environment worker raised, or exited; the message carries its traceback or exit code."""
 
 
-def _serve(conn: Connection, factory: Callable[[], TextEnv]) -> None:
+def _serve(conn: Connection, factory: Callable[..., TextEnv]) -> None:
     """A worker's loop: build environments on demand, answer every request in order, exit on EOF.
 
-    Messages are ``(op, handle, argument)``. ``reset``/``step`` act on the environment ``handle``
+    Messages are ``(op, handle, argument)``. ``reset`` (argument: the task and the keyword arguments
+    the environment is built with, the first time) and ``step`` act on the environment ``handle``
     names; ``call`` runs ``argument = (function, args)`` (e.g. a scripted expert's planner);
     ``close`` forgets an environment and is the one message without a reply.
     """
@@ -53,9 +54,10 @@ def _serve(conn: Connection, factory: Callable[[], TextEnv]) -> None:
             continue
         try:
             if op == "reset":
+                task, env_kwargs = argument
                 if handle not in envs:
-                    envs[handle] = factory()
-                value = envs[handle].reset(argument)
+                    envs[handle] = factory(**env_kwargs)
+                value = envs[handle].reset(task)
             elif op == "step":
                 value = envs[handle].step(argument)
             elif op == "call":
@@ -88,9 +90,10 @@ class Reply:
 
 
 class EnvPool:
-    """``workers`` processes, each building environments with ``factory`` (a picklable callable)."""
+    """``workers`` processes, each building environments with ``factory(**env_kwargs)`` (a picklable
+    callable; the keyword arguments are given per environment by :meth:`env`)."""
 
-    def __init__(self, name: str, factory: Callable[[], TextEnv], workers: int):
+    def __init__(self, name: str, factory: Callable[..., TextEnv], workers: int):
         if workers < 1:
             raise ValueError(f"an environment pool needs at least 1 worker, got {workers}")
         self.name = name
@@ -117,10 +120,11 @@ class EnvPool:
     def workers(self) -> int:
         return len(self._conns)
 
-    def env(self, max_steps: int) -> RemoteEnv:
-        """A new environment handle; its environment is built in a worker at the first reset."""
+    def env(self, max_steps: int, **env_kwargs: Any) -> RemoteEnv:
+        """A new environment handle; its environment is built in a worker at the first reset, as
+        ``factory(max_steps=max_steps, **env_kwargs)``."""
         handle = next(self._handles)
-        return RemoteEnv(self, handle % self.workers, handle, max_steps)
+        return RemoteEnv(self, handle % self.workers, handle, {"max_steps": max_steps, **env_kwargs})
 
     def call(self, function: Callable[..., Any], *args: Any) -> Reply:
         """Run ``function(*args)`` in a worker (round robin); the reply is read when asked for."""
@@ -167,14 +171,14 @@ class EnvPool:
 class RemoteEnv:
     """One environment living in a worker of an :class:`EnvPool`."""
 
-    def __init__(self, pool: EnvPool, worker: int, handle: int, max_steps: int):
+    def __init__(self, pool: EnvPool, worker: int, handle: int, env_kwargs: dict[str, Any]):
         self.name = pool.name
-        self.max_steps = max_steps
-        self._pool, self._worker, self._handle = pool, worker, handle
+        self.max_steps: int = env_kwargs["max_steps"]
+        self._pool, self._worker, self._handle, self._env_kwargs = pool, worker, handle, env_kwargs
         weakref.finalize(self, pool.release, worker, handle)
 
     def submit_reset(self, task: Task) -> Reply:
-        return self._pool.submit(self._worker, "reset", self._handle, task)
+        return self._pool.submit(self._worker, "reset", self._handle, (task, self._env_kwargs))
 
     def submit_step(self, action: str) -> Reply:
         return self._pool.submit(self._worker, "step", self._handle, action)

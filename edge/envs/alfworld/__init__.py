@@ -7,7 +7,7 @@ can list this environment on a machine without the extra.
 
 Environments run in worker processes by default (a step takes about 0.1 s, a reset 1-2 s): each
 :func:`make_env` returns a handle into a pool of ``$EDGE_ALFWORLD_WORKERS`` processes (default: the
-number of CPUs, at most 4), shared by every environment with the same data folder and step limit.
+number of CPUs, at most 4), shared by every environment of the same data folder.
 ``make_env(workers=0)`` plays in this process instead.
 """
 
@@ -31,7 +31,7 @@ __all__ = ["AGENTS", "AlfworldEnv", "AlfworldUnavailable", "ExpertAgent", "Plann
 
 WORKERS_VARIABLE = "EDGE_ALFWORLD_WORKERS"
 
-_POOLS: dict[tuple[Path, int], EnvPool] = {}
+_POOLS: dict[Path, EnvPool] = {}
 
 
 def default_workers() -> int:
@@ -47,13 +47,11 @@ def default_workers() -> int:
     return workers
 
 
-def shared_pool(root: Path, max_steps: int, workers: int) -> EnvPool:
-    """The pool for (data folder, step limit), started on first use with ``workers`` processes."""
-    key = (root, max_steps)
-    pool = _POOLS.get(key)
+def shared_pool(root: Path, workers: int) -> EnvPool:
+    """The pool of the data folder ``root``, started on first use with ``workers`` processes."""
+    pool = _POOLS.get(root)
     if pool is None or pool.closed:
-        factory = functools.partial(AlfworldEnv, data=str(root), max_steps=max_steps)
-        pool = _POOLS[key] = EnvPool("alfworld", factory, workers)
+        pool = _POOLS[root] = EnvPool("alfworld", functools.partial(AlfworldEnv, data=str(root)), workers)
     return pool
 
 
@@ -74,7 +72,7 @@ def make_env(max_steps: int = DEFAULT_MAX_STEPS, data: str | Path | None = None,
     workers = default_workers() if workers is None else workers
     if workers == 0:
         return AlfworldEnv(root, max_steps=max_steps)
-    return shared_pool(root, max_steps, workers).env(max_steps)
+    return shared_pool(root, workers).env(max_steps)
 
 
 class _Done:
@@ -100,4 +98,4 @@ def plan_request(task: Task, kind: str = "handcoded", data: str | Path | None = 
     workers = default_workers()
     if workers == 0:
         return _Done(PLANNERS[kind](task, root))
-    return shared_pool(root, DEFAULT_MAX_STEPS, workers).call(PLANNERS[kind], task, str(root))
+    return shared_pool(root, workers).call(PLANNERS[kind], task, str(root))
