@@ -71,7 +71,7 @@ def env_play(
 
     try:
         report, _ = play(env, split, policy, episodes, seed, progress=not as_json)
-    except (ValueError, RuntimeError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     if render:
         task = generate_tasks(env, split, 1, seed)[0]
@@ -259,7 +259,7 @@ def eval_cmd(
         check_split(split)
         tasks = generate_tasks(env, split, episodes, seed)
         actor = Actor(load_policy(cfg.policy, checkpoint=checkpoint))
-    except (ValueError, RuntimeError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     report = {"env": env, "split": split, "episodes": len(tasks), "checkpoint": str(checkpoint),
               "plain": evaluate(actor, tasks, seed, greedy=greedy).to_dict()}
@@ -451,7 +451,7 @@ def data_alfworld(
     (needs internet), else say what is missing and how to supply it."""
     import subprocess
 
-    from edge.envs.alfworld.data import AlfworldUnavailable, generate_tasks
+    from edge.envs.alfworld.data import generate_tasks
     from edge.envs.alfworld.fetch import default_destination, fetch
 
     folder = (dest or default_destination()).expanduser()
@@ -460,7 +460,7 @@ def data_alfworld(
         if missing:
             _fail(f"{folder} still lacks {', '.join(missing)} after alfworld-download")
         counts = {split: len(generate_tasks(split, 10**6, 0, data=folder)) for split in SPLITS}
-    except (AlfworldUnavailable, ValueError, OSError) as err:
+    except (ValueError, OSError) as err:
         _fail(str(err))
     except subprocess.CalledProcessError as err:
         _fail(f"alfworld-download failed ({err}); run it yourself: alfworld-download --data-dir {folder}")

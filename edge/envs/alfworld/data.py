@@ -54,8 +54,9 @@ DATA_HINT = ("point ALFWORLD_DATA at a folder holding json_2.1.1/ and logic/ (th
 _INSTRUCTION = re.compile(r"Your task is to: ([^\"\\]+)")
 
 
-class AlfworldUnavailable(RuntimeError):
-    """The extra is not installed or the data folder is missing; the message says how to fix it."""
+class AlfworldUnavailable(ValueError):
+    """The extra is not installed or the data folder is missing; the message says how to fix it.
+    A ``ValueError`` like every other setup problem, so the CLI prints it as a one-line error."""
 
 
 def require_extra() -> None:
