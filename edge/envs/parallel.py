@@ -59,6 +59,8 @@ def _serve(conn: Connection, factory: Callable[..., TextEnv]) -> None:
                     envs[handle] = factory(**env_kwargs)
                 value = envs[handle].reset(task)
             elif op == "step":
+                if handle not in envs:
+                    raise RuntimeError("call reset(task) before step()")
                 value = envs[handle].step(argument)
             elif op == "call":
                 function, args = argument
