@@ -1,8 +1,9 @@
 """``alfworld``: the real ALFWorld text games (alfworld 0.4.2, optional extra ``edge-rl[alfworld]``).
 
 The modules: ``data`` (where the games are, splits, Task records), ``grammar`` (both wordings of
-placing an object), ``env`` (one game through the EDGE protocol; the handcoded expert's plan),
-``agents`` and ``vocab``. Nothing here imports ``alfworld`` until a game is needed, so the registry
+placing an object), ``env`` (one game through the EDGE protocol; the handcoded expert's and the
+planner's plans), ``agents``, ``vocab`` (words for the tiny model's tokenizer) and ``fetch``
+(``edge data alfworld``). Nothing here imports ``alfworld`` until a game is needed, so the registry
 can list this environment on a machine without the extra.
 
 Environments run in worker processes by default (a step takes about 0.1 s, a reset 1-2 s): each
