@@ -17,9 +17,10 @@ ENV PIP_EXTRA_INDEX_URL=${TORCH_INDEX} \
     PYTHONUNBUFFERED=1 \
     DEBIAN_FRONTEND=noninteractive
 
-# make and git for the Makefile and DVC; Python 3.11 itself where the base image lacks it (CUDA).
+# make and git for the Makefile and DVC; a C++ toolchain and cmake to compile the alfworld extra
+# (fast-downward-textworld); Python 3.11 itself where the base image lacks it (CUDA).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends make git ca-certificates \
+    && apt-get install -y --no-install-recommends make git ca-certificates build-essential cmake \
     && if ! command -v python3.11 >/dev/null; then \
          apt-get install -y --no-install-recommends python3.11 python3.11-venv; \
        fi \

@@ -18,10 +18,12 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(VENV)/.installed
 
+# With the alfworld extra (the real ALFWorld games; compiling it takes about 4 minutes and needs gcc,
+# g++, cmake). The venv comes first on PATH because fast-downward-textworld's build runs `python`.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,alfworld]'
 	touch $@
 
 # The main job on the embedded default: task files, warm start, EDGE and GRPO trainings, comparison.
@@ -29,6 +31,10 @@ run: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 	$(BIN)/edge summary
 
+# tests/test_alfworld.py plays the real games: ../shared/data/alfworld beside the repository when it is
+# there and ALFWORLD_DATA is not set already (without games those tests skip, saying so).
+SHARED_ALFWORLD := $(abspath $(CURDIR)/../shared/data/alfworld)
+test: export ALFWORLD_DATA := $(or $(ALFWORLD_DATA),$(if $(wildcard $(SHARED_ALFWORLD)/json_2.1.1),$(SHARED_ALFWORLD)))
 test: install
 	$(BIN)/ruff check edge flows tests benchmarks
 	$(BIN)/python -m pytest -q

@@ -13,7 +13,7 @@ from edge.envs.base import SPLITS
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="EDGE: experience-scaffolded RL for LM agents.")
 env_app = typer.Typer(no_args_is_help=True, help="Try the text environments.")
-data_app = typer.Typer(no_args_is_help=True, help="Task files.")
+data_app = typer.Typer(no_args_is_help=True, help="Task files and benchmark data.")
 app.add_typer(env_app, name="env")
 app.add_typer(data_app, name="data")
 bank_app = typer.Typer(no_args_is_help=True, help="Audit a run's experience bank.")
@@ -27,6 +27,25 @@ console = Console()
 def _fail(message: str) -> None:
     console.print(f"[bold red]error:[/] {message}", highlight=False)
     raise typer.Exit(code=2)
+
+
+def _by_type_table(settings: dict[str, dict]) -> Table:
+    """Success per task type (rows) for each setting (columns), with the episodes behind each row
+    and an "all" row: the table ALFWorld papers report. ``settings`` maps a column name to a
+    report with ``success_by_type``, ``episodes_by_type`` and overall ``success`` (or ``success_rate``)."""
+    first = next(iter(settings.values()))
+    counts = first.get("episodes_by_type", {})
+    table = Table(title="success by task type")
+    table.add_column("task type")
+    table.add_column("episodes", justify="right")
+    for name in settings:
+        table.add_column(name, justify="right")
+    for task_type in sorted(first["success_by_type"]):
+        table.add_row(task_type, str(counts.get(task_type, "")),
+                      *(f"{r['success_by_type'].get(task_type, 0.0):.1%}" for r in settings.values()))
+    table.add_row("all", str(sum(counts.values()) or ""),
+                  *(f"{r.get('success', r.get('success_rate', 0.0)):.1%}" for r in settings.values()))
+    return table
 
 
 @env_app.command("list")
@@ -54,7 +73,7 @@ def env_play(
 
     try:
         report, _ = play(env, split, policy, episodes, seed, progress=not as_json)
-    except ValueError as err:
+    except (ValueError, FileNotFoundError) as err:
         _fail(str(err))
     if render:
         task = generate_tasks(env, split, 1, seed)[0]
@@ -66,9 +85,13 @@ def env_play(
     table = Table(title=f"{env} / {split} / {policy} ({report.episodes} episodes, seed {seed})")
     for column in ("success", "mean reward", "mean steps", "invalid actions", "env steps/s"):
         table.add_column(column, justify="right")
+    steps_per_second = report.env_steps_per_second
     table.add_row(f"{report.success_rate:.1%}", f"{report.mean_reward:.3f}", f"{report.mean_steps:.1f}",
-                  f"{report.invalid_action_rate:.1%}", f"{report.env_steps_per_second:,.0f}")
+                  f"{report.invalid_action_rate:.1%}", f"{steps_per_second:,.1f}" if steps_per_second < 100
+                  else f"{steps_per_second:,.0f}")
     console.print(table)
+    if len(report.success_by_type) > 1:
+        console.print(_by_type_table({policy: report.to_dict()}))
 
 
 @env_app.command("demo")
@@ -217,7 +240,8 @@ def eval_cmd(
     checkpoint: Path = typer.Option(..., help="Checkpoint folder (save_pretrained output)."),
     env: str = typer.Option("household", help="Environment."),
     split: str = typer.Option("test_seen", help=f"One of {', '.join(SPLITS)}."),
-    episodes: int = typer.Option(200, min=1, help="Episodes (the first N tasks of the split)."),
+    episodes: int = typer.Option(200, min=1, help="Episodes (the first N tasks of the split; ALFWorld's splits are "
+                                 "fixed sets of games: all of them when N is larger, as papers evaluate)."),
     seed: int = typer.Option(0, help="Seed for tasks and sampling."),
     advice: bool = typer.Option(False, help="Also evaluate with true advice (oracle) in every prompt."),
     bank: Path = typer.Option(None, help="A run's bank folder (runs/<run>/bank): also evaluate with it."),
@@ -255,11 +279,13 @@ def eval_cmd(
     # Success rate and average score x 100, the two numbers WebShop papers report.
     for column in ("setting", "success", "score (x100)", "mean steps"):
         table.add_column(column)
-    for setting in ("plain", "with_bank", "advised"):
-        if setting in report:
-            r = report[setting]
-            table.add_row(setting, f"{r['success']:.1%}", f"{r['avg_score']:.1f}", f"{r['mean_steps']:.1f}")
+    settings = [setting for setting in ("plain", "with_bank", "advised") if setting in report]
+    for setting in settings:
+        r = report[setting]
+        table.add_row(setting, f"{r['success']:.1%}", f"{r['avg_score']:.1f}", f"{r['mean_steps']:.1f}")
     console.print(table)
+    if len(report["plain"]["success_by_type"]) > 1:
+        console.print(_by_type_table({setting: report[setting] for setting in settings}))
     if report.get("retention") is not None:
         console.print(f"retention (plain / with bank): {report['retention']:.1%}")
 
@@ -494,6 +520,31 @@ def bench_perf(
         _fail(str(err))
     console.print(render_markdown(report), highlight=False, markup=False)
     console.print(f"written: {out_dir / 'perf.md'}, {out_dir / 'perf.json'}")
+
+
+@data_app.command("alfworld")
+def data_alfworld(
+    dest: Path = typer.Option(None, help="Data folder (default: $ALFWORLD_DATA, else ~/.cache/alfworld)."),
+) -> None:
+    """Check the ALFWorld data folder; where parts are missing, run the official `alfworld-download`
+    (needs internet), else say what is missing and how to supply it."""
+    import subprocess
+
+    from edge.envs.alfworld.data import generate_tasks
+    from edge.envs.alfworld.fetch import default_destination, fetch
+
+    folder = (dest or default_destination()).expanduser()
+    try:
+        missing = fetch(folder)
+        if missing:
+            _fail(f"{folder} still lacks {', '.join(missing)} after alfworld-download")
+        counts = {split: len(generate_tasks(split, 10**6, 0, data=folder)) for split in SPLITS}
+    except (ValueError, OSError) as err:
+        _fail(str(err))
+    except subprocess.CalledProcessError as err:
+        _fail(f"alfworld-download failed ({err}); run it yourself: alfworld-download --data-dir {folder}")
+    console.print(f"ALFWorld data in {folder}: " + ", ".join(f"{split} {n} games" for split, n in counts.items()))
+    console.print(f"Use it with: export ALFWORLD_DATA={folder.resolve()}", highlight=False)
 
 
 if __name__ == "__main__":

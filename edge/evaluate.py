@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import torch
 
@@ -25,6 +25,8 @@ class EvalResult:
     mean_steps: float
     invalid_rate: float
     success_by_type: dict[str, float]
+    """Success per task type, as ALFWorld papers report it (Pick, Look, Clean, Heat, Cool, Pick Two)."""
+    episodes_by_type: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -41,6 +43,7 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
         episodes=n, success=sum(t.won for t in trajectories) / n, score=score, avg_score=100 * score,
         mean_steps=steps / n, invalid_rate=sum(t.invalid_actions for t in trajectories) / max(steps, 1),
         success_by_type={k: sum(v) / len(v) for k, v in sorted(by_type.items())},
+        episodes_by_type={k: len(v) for k, v in sorted(by_type.items())},
     )
 
 

@@ -1,9 +1,10 @@
 """Rollouts: groups of G trajectories from one initial state, stepped together across tasks.
 
 This is where the policy, the environments and retrieved text meet. Every environment of every
-group advances in lockstep, so each step is one batched call into the policy. Part of each group
-can be *conditioned* (its prompts carry an experience block), the rest plain; which entries each
-trajectory saw is recorded, because EDGE's credit and distillation depend on it.
+group advances in lockstep, so each step is one batched call into the policy and one into the
+environments (``edge.envs.parallel.step_all``: concurrent where they run in worker processes). Part
+of each group can be *conditioned* (its prompts carry an experience block), the rest plain; which
+entries each trajectory saw is recorded, because EDGE's credit and distillation depend on it.
 
 Every step is a training sample of its own (its prompt, the action's tokens, old log-probs), with
 the episode's reward attached, verl-agent style. Rollouts serialise to Parquet (one row per step).
@@ -21,7 +22,8 @@ import pyarrow.parquet as pq
 import torch
 
 from edge.envs.base import Task
-from edge.envs.group import make_group
+from edge.envs.group import make_groups
+from edge.envs.parallel import step_all
 from edge.policy.actor import Actor, Decision
 from edge.policy.prompt import AgentState
 
@@ -85,9 +87,8 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
     experiences = experiences or {}
     trajectories: list[Trajectory] = []
     envs, states = [], []
-    for task in tasks:
-        kwargs = {"max_steps": max_steps} if max_steps else {}
-        group_envs, resets = make_group(task, group_size, **kwargs)
+    kwargs = {"max_steps": max_steps} if max_steps else {}
+    for task, (group_envs, resets) in zip(tasks, make_groups(tasks, group_size, **kwargs)):
         exp = experiences.get(task.task_id)
         for member, (env, first) in enumerate(zip(group_envs, resets)):
             conditioned = exp is not None and member < conditioned_per_group
@@ -101,11 +102,11 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
     history_steps = actor.cfg.history_steps
     while active:
         decisions = actor.act([states[i] for i in active], generator, greedy=greedy)
+        results = step_all([envs[i] for i in active], [d.action for d in decisions])
         still = []
-        for i, decision in zip(active, decisions):
+        for i, decision, result in zip(active, decisions, results):
             traj, state = trajectories[i], states[i]
             traj.steps.append(StepRecord(state.observation, state.admissible, decision, state.experience))
-            result = envs[i].step(decision.action)
             traj.invalid_actions += result.info.invalid_action or decision.invalid
             if result.done:
                 traj.won, traj.score = result.info.won, result.info.score

@@ -40,10 +40,18 @@ def test_readme_commands_and_ci_share_the_install_target():
     assert re.search(r"^run: install\b", makefile, re.M)
     assert re.search(r"^test: install\b", makefile, re.M)
     recipe = re.search(r"^\$\(VENV\)/\.installed:.*?(?=^\S)", makefile, re.M | re.S).group(0)
-    assert "-c constraints.txt" in recipe and "'.[dev]'" in recipe
+    assert "-c constraints.txt" in recipe and "'.[dev,alfworld]'" in recipe
     readme = (ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_image_can_compile_the_alfworld_extra():
+    # make install builds alfworld's fast-downward-textworld from source: C++ compiler and cmake.
+    _, instructions = parsed()
+    runs = " ".join(v for k, v in instructions if k == "RUN")
+    assert "build-essential" in runs and "cmake" in runs
+    assert re.search(r"^alfworld==0\.4\.2$", (ROOT / "constraints.txt").read_text(), re.M)
 
 
 def test_torch_pin_is_the_local_cpu_build_version():

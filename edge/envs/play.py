@@ -7,6 +7,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 
 from edge.envs.base import Agent, Task, TextEnv
+from edge.envs.parallel import reset_all, step_all
 from edge.envs.registry import generate_tasks, make_agent, make_env
 
 
@@ -35,8 +36,10 @@ class PlayReport:
     mean_steps: float
     invalid_action_rate: float
     env_steps_per_second: float
-    """Environment steps per second of time spent inside the environment (agent time excluded)."""
+    """Environment steps per second of time spent inside the environment (agent time excluded); with
+    environments in worker processes, per second of wall time spent waiting for them."""
     success_by_type: dict[str, float]
+    episodes_by_type: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,18 +82,58 @@ def summarise(env_name: str, split: str, policy: str, seed: int, episodes: list[
         invalid_action_rate=sum(ep.invalid_actions for ep in episodes) / max(total_steps, 1),
         env_steps_per_second=total_steps / env_time if env_time > 0 else float("inf"),
         success_by_type={t: sum(w) / len(w) for t, w in sorted(by_type.items())},
+        episodes_by_type={t: len(w) for t, w in sorted(by_type.items())},
     )
+
+
+def play_all(envs: list[TextEnv], agents: list[Agent], tasks: list[Task], progress=None) -> list[Episode]:
+    """Play ``tasks[i]`` in ``envs[i]`` with ``agents[i]``, all episodes in lockstep, so environments
+    in worker processes (``edge.envs.parallel``) reset and step concurrently. Each batched call's
+    time is shared equally among the episodes it advanced."""
+    started = time.perf_counter()
+    firsts = reset_all(envs, tasks)
+    reset_share = (time.perf_counter() - started) / max(len(tasks), 1)
+    episodes = [Episode(task.task_id, task.task_type, False, 0.0, 0, 0, reset_share) for task in tasks]
+    observations = [first.observation for first in firsts]
+    admissible = [first.admissible_actions for first in firsts]
+    for agent, task, first in zip(agents, tasks, firsts):
+        agent.reset(task, first)
+    active = list(range(len(tasks)))
+    while active:
+        actions = [agents[i].act(observations[i], admissible[i]) for i in active]
+        started = time.perf_counter()
+        results = step_all([envs[i] for i in active], actions)
+        share = (time.perf_counter() - started) / len(active)
+        still = []
+        for i, result in zip(active, results):
+            ep = episodes[i]
+            ep.env_seconds += share
+            ep.steps, ep.won, ep.score = result.info.steps, result.info.won, result.info.score
+            ep.invalid_actions += result.info.invalid_action
+            observations[i], admissible[i] = result.observation, result.info.admissible_actions
+            if result.done:
+                if progress is not None:
+                    progress.update(1)
+            else:
+                still.append(i)
+        active = still
+    return episodes
 
 
 def play(env_name: str, split: str, policy: str, episodes: int, seed: int,
          progress: bool = False) -> tuple[PlayReport, list[Episode]]:
-    """Play ``episodes`` tasks of ``split`` (generated from ``seed``) with a scripted agent."""
+    """Play ``episodes`` tasks of ``split`` (generated from ``seed``) with a scripted agent, one
+    environment and one agent (seeded ``seed + i``) per episode, all in lockstep."""
     tasks = generate_tasks(env_name, split, episodes, seed)
-    env = make_env(env_name)
-    agent = make_agent(env_name, policy, seed)
-    iterator = tasks
+    envs = [make_env(env_name) for _ in tasks]
+    agents = [make_agent(env_name, policy, seed + i) for i in range(len(tasks))]
+    bar = None
     if progress:
         from tqdm import tqdm
-        iterator = tqdm(tasks, desc=f"{env_name}/{split}/{policy}", unit="ep", leave=False)
-    results = [play_episode(env, agent, task) for task in iterator]
+        bar = tqdm(total=len(tasks), desc=f"{env_name}/{split}/{policy}", unit="ep", leave=False)
+    try:
+        results = play_all(envs, agents, tasks, bar)
+    finally:
+        if bar is not None:
+            bar.close()
     return summarise(env_name, split, policy, seed, results), results

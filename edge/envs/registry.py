@@ -37,6 +37,8 @@ def register(name: str, module: str, description: str) -> None:
 register("household", "edge.envs.household", "mini-ALFWorld: six household task types, 2.1.1 wording")
 register("shop", "edge.envs.shop", "mini-WebShop: search and click in a generated catalog")
 register("webshop", "edge.envs.webshop", "WebShop on its own data files (folder from $WEBSHOP_DATA)")
+register("alfworld", "edge.envs.alfworld",
+         "ALFWorld 0.4.2 text games (extra edge-rl[alfworld], data in $ALFWORLD_DATA), in worker processes")
 
 
 def env_names() -> list[str]:
