@@ -155,10 +155,10 @@ def test_worker_processes_match_in_process_play_and_groups_are_identical(alfworl
 
 
 @needs_games
-def test_planner_agent_through_play_wins_and_reports_by_task_type(alfworld):
+def test_expert_agent_through_play_wins_and_reports_by_task_type(alfworld):
     from edge.envs.play import play
 
-    report, episodes = play("alfworld", "test_seen", "planner", 3, seed=0)
+    report, episodes = play("alfworld", "test_seen", "expert", 3, seed=0)
     assert report.success_rate == 1.0 and report.episodes == 3
     assert sum(report.episodes_by_type.values()) == 3 and set(report.success_by_type) <= set(TASK_TYPES)
     assert report.env_steps_per_second > 0 and all(ep.steps <= 50 for ep in episodes)

@@ -279,6 +279,17 @@ def log_to_mlflow(report: dict, files: list[Path]) -> None:
             mlflow.log_artifact(str(path))
 
 
+def previous_wall_minutes(cfg: LearningBenchConfig) -> float | None:
+    """With --report-only, the wall time of the invocation that trained these same runs, if its report
+    is still there (else None: the tables say they were rebuilt)."""
+    path = cfg.out_dir / f"{cfg.name}.json"
+    if not path.exists():
+        return None
+    before = json.loads(path.read_text())
+    same = all(before["config"].get(k) == getattr(cfg, k) for k in ("envs", "methods", "seeds", "eval_episodes"))
+    return before.get("wall_minutes") if same else None
+
+
 def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning", track: bool = True,
                   progress=None) -> dict:
     """Train every (env, method, seed) not already finished, then write the tables and plots."""
@@ -312,7 +323,7 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
         "rounds": rounds, "command": command,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "wall_minutes": None if cfg.report_only else (time.perf_counter() - started) / 60,
+        "wall_minutes": previous_wall_minutes(cfg) if cfg.report_only else (time.perf_counter() - started) / 60,
         "table": summarise(results, cfg),
         "runs": {env: {m: {str(s): r for s, r in by_seed.items()} for m, by_seed in by_method.items()}
                  for env, by_method in results.items()},

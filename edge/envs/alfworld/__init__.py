@@ -18,7 +18,7 @@ import functools
 import os
 from pathlib import Path
 
-from edge.envs.alfworld.agents import AGENTS, ExpertAgent, PlannerAgent
+from edge.envs.alfworld.agents import AGENTS, HandcodedAgent, PlannerAgent
 from edge.envs.alfworld.data import TASK_TYPES, AlfworldUnavailable, data_root, generate_tasks, require_extra
 from edge.envs.alfworld.env import DEFAULT_MAX_STEPS, AlfworldEnv, expert_plan, planner_plan
 from edge.envs.alfworld.grammar import normalise_action
@@ -26,7 +26,7 @@ from edge.envs.alfworld.vocab import vocabulary
 from edge.envs.base import Task, TextEnv
 from edge.envs.parallel import EnvPool
 
-__all__ = ["AGENTS", "AlfworldEnv", "AlfworldUnavailable", "ExpertAgent", "PlannerAgent", "TASK_TYPES",
+__all__ = ["AGENTS", "AlfworldEnv", "AlfworldUnavailable", "HandcodedAgent", "PlannerAgent", "TASK_TYPES",
            "expert_plan", "generate_tasks", "make_env", "normalise_action", "plan_request", "planner_plan",
            "vocabulary"]
 
