@@ -215,8 +215,9 @@ def markdown(report: dict) -> str:
         for split in cfg["splits"]:
             lines += [f"## {env} / {split}", "",
                       "| method | plain success | with bank | retention | plain − GRPO (points) | p | "
-                      "with bank − GRPO plain (points) | p | plain score | score − GRPO (points) | p | env steps |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "with bank − GRPO plain (points) | p | plain score | with-bank score | "
+                      "score − GRPO (points) | p | env steps |",
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for method, splits in by_method.items():
                 e = splits[split]
                 steps = [r["env_steps"] for r in report["runs"][env][method].values()]
@@ -224,6 +225,7 @@ def markdown(report: dict) -> str:
                              f"{_fmt(e.get('retention'))} | {_diff_cells(e.get('minus_grpo'))} | "
                              f"{_diff_cells(e.get('scaffold_minus_grpo_plain'))} | "
                              f"{_fmt(e.get('plain_score'), True).lstrip('+')} | "
+                             f"{_fmt(e.get('with_bank_score'), True).lstrip('+')} | "
                              f"{_diff_cells(e.get('score_minus_grpo'))} | {sum(steps) / len(steps):,.0f} |")
             lines.append("")
             per_seed = {m: s[split]["minus_grpo"]["per_seed"] for m, s in by_method.items() if "minus_grpo" in s[split]}
@@ -234,26 +236,32 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def mean_curve(runs: list[dict], split: str, metric: str) -> list[tuple[float, float, float | None]]:
+    """(mean environment steps, mean plain, mean with bank or None) per evaluation point, over seeds;
+    ``metric`` is "" for success or "_score" for the score."""
+    points = []
+    for i in range(min(len(r["curve"]) for r in runs)):
+        rows = [r["curve"][i] for r in runs]
+        banked = [row.get(f"{split}_with_bank{metric}") for row in rows]
+        points.append((sum(row["env_steps"] for row in rows) / len(rows),
+                       sum(row[f"{split}_plain{metric}"] for row in rows) / len(rows),
+                       sum(banked) / len(banked) if None not in banked else None))
+    return points
+
+
 def curve_plots(report: dict, out_dir: Path) -> list[Path]:
+    """Success and score against environment steps, mean over seeds, one figure per (env, split)."""
     from edge.plots import curves_plot
 
     paths = []
     for env, by_method in report["runs"].items():
         for split in report["config"]["splits"]:
-            curves = {}
-            for method, by_seed in by_method.items():
-                runs = list(by_seed.values())
-                n_points = min(len(r["curve"]) for r in runs)
-                points = []
-                for i in range(n_points):
-                    steps = sum(r["curve"][i]["env_steps"] for r in runs) / len(runs)
-                    plain = sum(r["curve"][i][f"{split}_plain"] for r in runs) / len(runs)
-                    banked = [r["curve"][i].get(f"{split}_with_bank") for r in runs]
-                    bank = sum(banked) / len(banked) if None not in banked else None
-                    points.append((steps, plain, bank))
-                curves[method] = points
-            paths.append(curves_plot(curves, out_dir / f"{report['config']['name']}_{env}_{split}.png",
-                                     f"{env} / {split}", xlabel="environment steps"))
+            for metric, label in (("", "success"), ("_score", "score")):
+                curves = {method: mean_curve(list(by_seed.values()), split, metric)
+                          for method, by_seed in by_method.items()}
+                name = f"{report['config']['name']}_{env}_{split}{metric}.png"
+                paths.append(curves_plot(curves, out_dir / name, f"{env} / {split}: {label}",
+                                         xlabel="environment steps", ylabel=label))
     return paths
 
 
