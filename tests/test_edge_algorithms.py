@@ -59,7 +59,7 @@ def test_a_gradient_step_moves_the_student_toward_the_teacher():
     reverse_kl_exact(torch.log_softmax(logits, 0), teacher).backward()
     with torch.no_grad():
         logits -= 0.5 * logits.grad
-    assert float(reverse_kl_exact(torch.log_softmax(logits, 0), teacher)) < kl_before
+    assert float(reverse_kl_exact(torch.log_softmax(logits, 0), teacher).detach()) < kl_before
     # Sampled estimator: actions drawn from the student, surrogate gradient, same direction on average.
     torch.manual_seed(0)
     logits = torch.tensor([0.0, 1.0, 0.5], requires_grad=True)
@@ -216,3 +216,26 @@ def test_lm_synthesizer_through_an_openai_compatible_endpoint_is_sanitised():
     # The first answer is kept with object ids abstracted; the injected instruction is refused.
     assert [e.text for e in entries] == ["try : look for the apple in fridge first , then countertop ."]
     assert entries[0].synthesizer == "lm" and entries[0].kind == "try"
+
+
+def test_synthesis_reads_alfworld_observations():
+    """ALFWorld arrives at "loc 23" and lists objects "On the countertop 1, ..."; no real game needed."""
+    from edge.envs.base import Task
+
+    goal = {"type": "pick_and_place_simple", "object": "apple", "target": "fridge", "lamp": ""}
+    task = Task(env="alfworld", split="train", task_id="alfworld/valid_train/g1", task_type=goal["type"],
+                instruction="put some apple in fridge.", spec={"game": "g1", "goal": goal})
+    observations = ["You are in the middle of a room.",
+                    "You arrive at loc 23. On the countertop 1, you see a apple 1, a knife 2, and a mug 1.",
+                    "You arrive at loc 5. The cabinet 2 is closed.",
+                    "You open the cabinet 2. The cabinet 2 is open. In it, you see a apple 3."]
+    actions = ["go to countertop 1", "go to cabinet 2", "open cabinet 2", "look"]
+    failed = Trajectory(f"{task.task_id}/m0", task, task.task_id, 0, False, None)
+    for obs, a in zip(observations, actions):
+        failed.steps.append(StepRecord(obs, [a], Decision(a, [], None, -1, None, [0.0])))
+    [failure] = failures_by_signature([failed])
+    assert failure.signature == "pick_and_place_simple|apple|not_found"
+    seen = where_seen([failed])
+    assert seen["apple"] == {"countertop": 1, "cabinet": 1} and "loc" not in {k for c in seen.values() for k in c}
+    [new] = synthesize([failed], TemplateSynthesizer(), round_index=0, new_id=lambda: "g1")
+    assert new.text == "try : look for apple in countertop , cabinet ." and new.key == "apple"

@@ -25,7 +25,13 @@ if TYPE_CHECKING:  # trajectories are read as plain records; the bank never impo
     from edge.rollout import Trajectory
 
 SEEN = re.compile(r"(?:you see|in it, you see) (.*?)(?:\.|$)")
+# Where the listed objects lie: "On the countertop 1, you see ..." names it in both environments;
+# otherwise the receptacle arrived at or opened ("you arrive at fridge 1", household). ALFWorld
+# arrives at "loc 23", which names nothing.
+ON_THE = re.compile(r"\bon the ([a-z]+) \d+, you see")
 ARRIVE = re.compile(r"^(?:you arrive at|you open the) ([a-z]+) \d+")
+ROOM_TASKS = ("household", "alfworld")
+"""Environments whose tasks have a household-style goal (object, target, type) in ``spec["goal"]``."""
 
 
 def _kind(name: str) -> str:
@@ -80,7 +86,7 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
     for t in trajectories:
         if t.won:
             continue
-        if t.task.env == "household":
+        if t.task.env in ROOM_TASKS:
             pattern, subject = household_pattern(t), t.task.spec["goal"]["object"]
         elif t.task.env in guidance.STORE_ENVS:
             pattern, subject = shop_pattern(t), t.task.spec["product_type"]
@@ -97,12 +103,12 @@ def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
     for t in trajectories:
         for step in t.steps[1:]:
             obs = step.observation.lower()
-            at = ARRIVE.match(obs)
+            at = ON_THE.search(obs) or ARRIVE.match(obs)
             found = SEEN.search(obs)
-            if not at or not found:
+            if not at or not found or at.group(1) == "loc":
                 continue
             for item in found.group(1).replace(", and ", ", ").split(", "):
-                name = item.removeprefix("a ").strip()
+                name = item.removeprefix("a ").removeprefix("an ").strip()
                 if name and name != "nothing":
                     seen[_kind(name)][at.group(1)] += 1
     return seen
