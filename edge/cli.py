@@ -483,7 +483,7 @@ def bench_learning(
     try:
         with Progress(*columns, console=console) as progress:
             report = run_benchmark(cfg, command="edge " + " ".join(sys.argv[1:]), track=track, progress=progress)
-    except ValueError as err:
+    except (ValueError, RuntimeError) as err:
         _fail(str(err))
     console.print((out_dir / f"{name}.md").read_text(), markup=False, highlight=False)
     if report["wall_minutes"] is not None:

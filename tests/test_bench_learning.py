@@ -74,3 +74,12 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     # ... and names the run that is missing when asked for a seed never trained.
     missing = CliRunner().invoke(app, [*args, "--seed", "7", "--report-only"])
     assert missing.exit_code == 2 and "household-grpo-s7 has not finished" in missing.output.replace("\n", "")
+
+
+def test_a_failing_run_names_its_log(tmp_path):
+    from edge.benchmarking.learning import LearningBenchConfig, train_one
+
+    cfg = LearningBenchConfig(runs_dir=tmp_path / "runs", extra=["rollout.group_size=1"])  # invalid: G >= 2
+    with pytest.raises(RuntimeError, match=r"household-grpo-s0 failed .*household-grpo-s0\.log"):
+        train_one(cfg, "household", "grpo", 0, tmp_path / "base", 1, tmp_path / "logs")
+    assert "group_size" in (tmp_path / "logs" / "household-grpo-s0.log").read_text()

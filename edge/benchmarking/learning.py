@@ -111,8 +111,12 @@ def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: 
            "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
            "--set", f"eval.every={cfg.eval_every}", *sum((["--set", s] for s in cfg.extra), [])]
     log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / f"{name}.log", "a") as log:
-        subprocess.run(cmd, check=True, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
+    log_path = log_dir / f"{name}.log"
+    with open(log_path, "a") as log:
+        done = subprocess.run(cmd, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        # Finished runs are kept; the same command resumes this one from its last completed stage.
+        raise RuntimeError(f"run {name} failed (exit {done.returncode}); its output is in {log_path}")
     return cfg.runs_dir / name
 
 
