@@ -225,7 +225,8 @@ def measure_env(env_name: str, agent_name: str, episodes: int, seed: int) -> dic
     steps = sum(r.steps for r in results)
     env_seconds = sum(r.env_seconds for r in results)
     return {"env": env_name, "agent": agent_name, "episodes": episodes, "steps": steps,
-            "env_steps_per_second": steps / env_seconds, "end_to_end_steps_per_second": steps / wall}
+            "env_steps_per_second": steps / env_seconds, "end_to_end_steps_per_second": steps / wall,
+            "success_rate": sum(r.won for r in results) / episodes}
 
 
 # ----- rounds: stages direct and through Prefect, with probes -----------------------------------

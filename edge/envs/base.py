@@ -107,6 +107,14 @@ class Agent(Protocol):
     def act(self, observation: str, admissible_actions: list[str]) -> str: ...
 
 
+def check_can_step(task: Task | None, done: bool) -> None:
+    """The protocol's two misuses of ``step``, refused with the same words by every environment."""
+    if task is None:
+        raise RuntimeError("call reset(task) before step()")
+    if done:
+        raise RuntimeError("episode is over; call reset(task) to start another")
+
+
 def write_tasks(tasks: Iterable[Task], path: Path) -> int:
     """Write tasks as JSONL atomically (temporary name, then rename); returns the count."""
     path = Path(path)

@@ -26,15 +26,9 @@ from pathlib import Path
 
 from edge.envs.base import Task
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
-"""ALFWorld's six task types (``AlfredTWEnv``'s ``TASK_TYPES`` 1-6), the names papers report by."""
+# ALFWorld's six task types (``AlfredTWEnv``'s ``TASK_TYPES`` 1-6), the names papers report by; the
+# household environment mirrors them, so there is one list.
+from edge.envs.household.tasks import TASK_TYPES
 
 SPLIT_FOLDERS = {
     "train": ("train", "valid_train"),

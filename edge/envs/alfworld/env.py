@@ -18,7 +18,7 @@ from typing import Any
 
 from edge.envs.alfworld.data import data_root, require_extra
 from edge.envs.alfworld.grammar import as_move, normalise_action
-from edge.envs.base import Reset, Step, StepInfo, Task
+from edge.envs.base import Reset, Step, StepInfo, Task, check_can_step
 
 NOTHING_HAPPENS = "Nothing happens."
 DEFAULT_MAX_STEPS = 50
@@ -80,10 +80,7 @@ class AlfworldEnv:
         return Reset(observation, task.instruction, task.task_type, list(self._admissible))
 
     def step(self, action: str) -> Step:
-        if self.task is None:
-            raise RuntimeError("call reset(task) before step()")
-        if self.done:
-            raise RuntimeError("episode is over; call reset(task) to start another")
+        check_can_step(self.task, self.done)
         self.steps += 1
         command = normalise_action(action, self._admissible)
         invalid = command not in self._admissible

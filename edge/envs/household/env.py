@@ -8,7 +8,7 @@ reads the real benchmark's language.
 
 from __future__ import annotations
 
-from edge.envs.base import Reset, Step, StepInfo, Task
+from edge.envs.base import Reset, Step, StepInfo, Task, check_can_step
 from edge.envs.household.tasks import TRANSFORM
 from edge.envs.household.world import LAMPS, OPENABLE, TOOL_FOR, kind_of
 
@@ -69,10 +69,7 @@ class HouseholdEnv:
         return Reset(observation, task.instruction, task.task_type, list(self._admissible))
 
     def step(self, action: str) -> Step:
-        if self.task is None:
-            raise RuntimeError("call reset(task) before step()")
-        if self.done:
-            raise RuntimeError("episode is over; call reset(task) to start another")
+        check_can_step(self.task, self.done)
         self.steps += 1
         action = " ".join(action.strip().lower().split())
         invalid = action not in self._admissible

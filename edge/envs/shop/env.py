@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from edge.envs.base import Reset, Step, StepInfo, Task
+from edge.envs.base import Reset, Step, StepInfo, Task, check_can_step
 from edge.envs.shop.catalog import DEFAULT_CATALOG_SEED, Product, ProductSource, build_catalog
 from edge.envs.shop.goals import ENV_NAME, without_price
 from edge.envs.shop.reward import RewardBreakdown, reward_breakdown
@@ -101,10 +101,7 @@ class StoreEnv:
         return [f"click[{label}]" for label in self._clickables]
 
     def step(self, action: str) -> Step:
-        if self.task is None:
-            raise RuntimeError("call reset(task) before step()")
-        if self.done:
-            raise RuntimeError("episode is over; call reset(task) to start another")
+        check_can_step(self.task, self.done)
         self.steps += 1
         reward = 0.0
         valid = self._apply(parse_action(action))
