@@ -248,6 +248,10 @@ class EvalConfig(_Section):
     """Evaluate every this many rounds (and always after the last)."""
     greedy: bool = False
     """Take the most likely action instead of sampling at the policy temperature."""
+    base_cache_dir: Path | None = None
+    """Where the starting checkpoint's evaluation is stored for reuse: runs that start from the same
+    checkpoint with the same seed, policy and evaluation settings evaluate it once between them (the
+    learning benchmark's methods share one per seed). None: every run evaluates its own."""
 
 
 class TrainConfig(_Section):

@@ -17,6 +17,7 @@ DVC call; they take plain values and paths.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 
 from edge.algorithms.contribution import (
     GroupContribution,
@@ -394,24 +396,32 @@ def update_stage(run: Run, k: int) -> Path:
     return out
 
 
-def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None) -> dict:
-    """Every configured split, plain and (for bank methods) with the bank, plus retention."""
+def plain_evaluation(run: Run, actor: Actor, seed: int, progress=None) -> dict[str, dict]:
+    """Every configured split without experience."""
     cfg = run.params.eval
+    return {split: evaluate(actor, run.eval_tasks(split), seed, greedy=cfg.greedy, progress=progress).to_dict()
+            for split in cfg.splits}
+
+
+def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None, plain: dict | None = None) -> dict:
+    """Every configured split, plain and (for bank methods) with the bank, plus retention.
+    ``plain``: the plain results per split, when they are already known."""
+    cfg = run.params.eval
+    plain = plain or plain_evaluation(run, actor, seed, progress)
     result = {}
     for split in cfg.splits:
-        tasks = run.eval_tasks(split)
-        plain = evaluate(actor, tasks, seed, greedy=cfg.greedy, progress=progress).to_dict()
-        result[split] = {"plain": plain}
+        result[split] = {"plain": plain[split]}
         if run.settings.use_bank:
+            tasks = run.eval_tasks(split)
             experiences = {t.task_id: run.experience_for(t) for t in tasks}
             if any(experiences.values()):
                 scaffold = evaluate(actor, tasks, seed, experience_for=lambda t, e=experiences: e[t.task_id],
                                     retrieve_step=run.step_retriever(), greedy=cfg.greedy,
                                     progress=progress).to_dict()
             else:  # nothing retrieved: the scaffolded episodes would replay the plain ones exactly
-                scaffold = dict(plain)
-            result[split] |= {"with_bank": scaffold,
-                              "retention": retention(plain["success"], scaffold["success"])}
+                scaffold = dict(plain[split])
+            result[split] |= {"with_bank": scaffold, "retention": retention(plain[split]["success"],
+                                                                            scaffold["success"])}
     return result
 
 
@@ -434,15 +444,38 @@ def evaluate_stage(run: Run, k: int, force: bool = False) -> Path | None:
     return out
 
 
+def base_evaluation_key(params: EdgeParams) -> str:
+    """What the starting checkpoint's plain evaluation depends on: the checkpoint's files, the
+    environment, the seed, the policy and evaluation settings (not the method, the bank or the update)."""
+    base = params.train.base_checkpoint
+    files = sorted((str(f.relative_to(base)), f.stat().st_size, f.stat().st_mtime_ns)
+                   for f in Path(base).rglob("*") if f.is_file()) if base else None
+    what = {"checkpoint": str(Path(base).resolve()) if base else None, "files": files, "env": params.train.env,
+            "seed": params.seed, "policy": params.policy.model_dump(mode="json"),
+            "eval": params.eval.model_dump(mode="json", exclude={"base_cache_dir"})}
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def baseline_eval(run: Run, progress=None) -> Path:
-    """Evaluate the starting checkpoint once (round -1, empty bank), so curves start at the base."""
+    """Evaluate the starting checkpoint once (round -1, empty bank), so curves start at the base.
+    With ``eval.base_cache_dir``, the plain results are shared with every run that would compute the
+    same numbers; a lock makes concurrent runs wait for the first instead of repeating it."""
     out = run.folder / "eval_base.json"
     if out.exists():
         return out
     policy, _ = run.policy_for(0)
-    result = {"round": -1, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, -1, "evaluate"),
-                                             progress)}
-    write_json(out, result)
+    actor, seed = Actor(policy), stage_seed(run.params.seed, -1, "evaluate")
+    cache_dir = run.params.eval.base_cache_dir
+    if cache_dir is None:
+        result = evaluate_policy(run, actor, seed, progress)
+    else:
+        cache = Path(cache_dir) / f"eval-base-{base_evaluation_key(run.params)}.json"
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cache) + ".lock"):
+            if not cache.exists():
+                write_json(cache, plain_evaluation(run, actor, seed, progress))
+            result = evaluate_policy(run, actor, seed, progress, plain=json.loads(cache.read_text()))
+    write_json(out, {"round": -1, **result})
     return out
 
 

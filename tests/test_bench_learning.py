@@ -51,6 +51,12 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
             assert [p["round"] for p in run["curve"]] == [-1, 0]
             steps = [p["env_steps"] for p in run["curve"]]
             assert steps[0] == 0 < steps[1] <= 2 * 2 * 6
+    # one base evaluation per seed, shared by both methods; every run's own time is recorded
+    assert len(list((tmp_path / "runs" / "base-evals").glob("eval-base-*.json"))) == 2
+    for seed in ("0", "1"):
+        assert {k: v for k, v in runs["edge"][seed]["curve"][0].items() if "plain" in k} == {
+            k: v for k, v in runs["grpo"][seed]["curve"][0].items() if "plain" in k}
+    assert all(r["run_seconds"] > 0 for by_seed in runs.values() for r in by_seed.values())
     table = report["table"]["household"]
     for split in ("test_seen", "test_unseen"):
         edge = table["edge"][split]
@@ -64,6 +70,7 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
         assert edge["minus_grpo"]["mean"] == pytest.approx(sum(diffs) / 2)
     markdown = (tmp_path / "results" / "toy.md").read_text()
     assert "## household / test_unseen" in markdown and "| edge |" in markdown
+    assert "the runs took" in markdown
     assert (tmp_path / "results" / "toy_household_test_seen.png").stat().st_size > 0
     # --report-only trains nothing and rebuilds the same tables from the finished runs ...
     again = CliRunner().invoke(app, [*args, "--report-only"])

@@ -51,6 +51,22 @@ def test_score_mode_probabilities_sum_to_one_and_packing_matches_separate_scorin
     assert len(prompt) + sum(map(len, candidates)) < 0.3 * sum(len(prompt) + len(c) for c in candidates)
 
 
+def test_micro_batches_of_mixed_lengths_return_each_row_in_input_order():
+    actor = tiny_actor(micro_batch_size=2)
+    history = [("go to drawer 1", "You arrive at drawer 1. The drawer 1 is closed.")]
+    states = [household_state(), household_state(history=history * 3), household_state(history=history),
+              household_state(experience="try : look in the fridge .")]
+    prompts = [actor.builder.prompt_ids(s) for s in states]
+    candidates = [[actor.builder.action_ids(a) for a in s.admissible[:k]] for s, k in zip(states, (5, 2, 9, 3))]
+    assert len({len(p) for p in prompts}) == 4  # rows of different widths, so the order is reshuffled
+    with torch.no_grad():
+        together = actor.candidate_scores(prompts, candidates)
+        alone = [actor.candidate_scores([p], [c])[0] for p, c in zip(prompts, candidates)]
+    assert [len(t) for t in together] == [5, 2, 9, 3]
+    for a, b in zip(together, alone):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
 def test_act_samples_admissible_actions_reproducibly():
     actor = tiny_actor()
     states = [household_state()] * 6

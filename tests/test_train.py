@@ -102,3 +102,29 @@ def test_kl_reference_is_the_starting_model_in_every_round(tmp_path):
     with later.reference() as ref:
         assert all(torch.equal(a, b) for a, b in zip(ref.parameters(), start.model.parameters()))
         assert not any(torch.equal(a, b) for a, b in zip(ref.parameters(), later.model.parameters()))
+
+
+def test_base_evaluation_is_shared_between_methods_and_equals_a_run_of_its_own(tmp_path, monkeypatch):
+    import edge.train as train_module
+
+    own = json.loads((train(tiny_params(tmp_path, rounds=1, method="edge", run_name="own")).folder
+                      / "eval_base.json").read_text())
+    cache = tmp_path / "base-evals"
+    calls = []
+    real = train_module.plain_evaluation
+    monkeypatch.setattr(train_module, "plain_evaluation", lambda *a, **k: calls.append(1) or real(*a, **k))
+    bases = {}
+    for method in ("grpo", "edge", "edge-no-prune"):
+        params = tiny_params(tmp_path, rounds=1, method=method)
+        params.eval.base_cache_dir = cache
+        bases[method] = json.loads((train(params).folder / "eval_base.json").read_text())
+    # Three methods, one evaluation of the base: the round-0 evaluations are the other calls.
+    assert len(calls) == 1 + 3 and len(list(cache.glob("eval-base-*.json"))) == 1
+    assert bases["grpo"]["test_seen"]["plain"] == own["test_seen"]["plain"] == bases["edge"]["test_seen"]["plain"]
+    assert "with_bank" not in bases["grpo"]["test_seen"]
+    assert bases["edge-no-prune"]["test_seen"] == own["test_seen"]  # empty bank: with bank = plain
+    # Another seed is another evaluation.
+    params = tiny_params(tmp_path, rounds=1)
+    params.seed, params.eval.base_cache_dir = 4, cache
+    train(params)
+    assert len(list(cache.glob("eval-base-*.json"))) == 2

@@ -81,6 +81,12 @@ class Sample:
     def n_units(self) -> int:
         return len(self.old_logp)
 
+    @property
+    def n_tokens(self) -> int:
+        """Length of the sample's row in a forward pass."""
+        answer = self.candidate_ids if self.candidate_ids is not None else [self.response_ids or []]
+        return len(self.prompt_ids) + sum(map(len, answer))
+
 
 def grpo_samples(trajectories: list[Trajectory], std_normalize: bool = True, eps: float = 1e-6,
                  drop_zero_advantage: bool = True) -> tuple[list[Sample], dict[str, float]]:
@@ -166,7 +172,8 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
     for _ in range(cfg.epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start in range(0, len(order), cfg.minibatch_size):
-            batch = [samples[i] for i in order[start:start + cfg.minibatch_size]]
+            # Sorted by length, micro-batches pad less; the minibatch's gradient is the same sum.
+            batch = sorted((samples[i] for i in order[start:start + cfg.minibatch_size]), key=lambda s: s.n_tokens)
             weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
                              for s in batch if s.pg) or 1.0
             optimizer.zero_grad(set_to_none=True)

@@ -109,15 +109,28 @@ def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: 
            "--seed", str(seed), "--rounds", str(rounds), "--run-name", name, "--no-track",
            "--set", f"train.base_checkpoint={base}", "--set", f"train.runs_dir={cfg.runs_dir}",
            "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
-           "--set", f"eval.every={cfg.eval_every}", *sum((["--set", s] for s in cfg.extra), [])]
+           "--set", f"eval.every={cfg.eval_every}",
+           # The base checkpoint's evaluation is the same for every method of a seed: done once.
+           "--set", f"eval.base_cache_dir={cfg.runs_dir / 'base-evals'}",
+           *sum((["--set", s] for s in cfg.extra), [])]
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
+    started = time.perf_counter()
     with open(log_path, "a") as log:
         done = subprocess.run(cmd, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
+    add_run_seconds(cfg.runs_dir / name, time.perf_counter() - started)
     if done.returncode != 0:
         # Finished runs are kept; the same command resumes this one from its last completed stage.
         raise RuntimeError(f"run {name} failed (exit {done.returncode}); its output is in {log_path}")
     return cfg.runs_dir / name
+
+
+def add_run_seconds(folder: Path, seconds: float) -> None:
+    """Accumulate a run's wall time over invocations, so a resumed benchmark still knows its cost."""
+    path = folder / "bench_seconds.json"
+    if folder.exists():
+        before = json.loads(path.read_text())["seconds"] if path.exists() else 0.0
+        path.write_text(json.dumps({"seconds": before + seconds}) + "\n")
 
 
 def read_run(folder: Path, splits: list[str]) -> dict:
@@ -145,7 +158,9 @@ def read_run(folder: Path, splits: list[str]) -> dict:
                 row[f"{split}_with_bank_score"] = ev[split]["with_bank"]["score"]
                 row[f"{split}_retention"] = ev[split]["retention"]
         curve.append(row)
-    return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps}
+    timing = folder / "bench_seconds.json"
+    seconds = json.loads(timing.read_text())["seconds"] if timing.exists() else None
+    return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds}
 
 
 def paired_difference(ours: list[float], theirs: list[float], seeds: list[int]) -> dict:
@@ -212,9 +227,9 @@ def markdown(report: dict) -> str:
              "x 100 (WebShop's \"Score\"; equal to success x 100 where rewards are 0 or 1).", "",
              f"Command: `{report['command']}`  ",
              f"Machine: {report['machine']}; " + (
-                 f"wall time {report['wall_minutes']:.0f} min with {cfg['jobs']} runs in parallel."
-                 if report["wall_minutes"] is not None else "tables rebuilt from finished runs (--report-only)."),
-             ""]
+                 f"wall time {report['wall_minutes']:.0f} min with {cfg['jobs']} runs in parallel"
+                 if report["wall_minutes"] is not None else "tables rebuilt from finished runs (--report-only)")
+             + run_time_sentence(report), ""]
     for env, by_method in report["table"].items():
         for split in cfg["splits"]:
             lines += [f"## {env} / {split}", "",
@@ -238,6 +253,25 @@ def markdown(report: dict) -> str:
                     f"{m}: " + ", ".join(f"s{k} {v * 100:+.1f}" for k, v in d.items()) for m, d in per_seed.items()))
                 lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def run_minutes(report: dict) -> dict[str, float | None]:
+    """Per environment, the runs' own wall times summed over every invocation (None if a run has none)."""
+    out = {}
+    for env, by_method in report["runs"].items():
+        seconds = [r.get("run_seconds") for by_seed in by_method.values() for r in by_seed.values()]
+        out[env] = None if None in seconds else sum(seconds) / 60
+    return out
+
+
+def run_time_sentence(report: dict) -> str:
+    minutes = run_minutes(report)
+    if None in minutes.values():
+        return "."
+    total = sum(minutes.values())
+    parts = ", ".join(f"{env} {m:.0f}" for env, m in minutes.items())
+    return (f"; the runs took {total:.0f} min in all ({parts}; summed over resumed invocations), i.e. "
+            f"{total / report['config']['jobs']:.0f} min of wall time at {report['config']['jobs']} runs in parallel.")
 
 
 def mean_curve(runs: list[dict], split: str, metric: str) -> list[tuple[float, float, float | None]]:

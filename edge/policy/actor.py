@@ -115,13 +115,19 @@ class Actor:
     def candidate_scores(self, prompts: list[list[int]], candidates: list[list[list[int]]]) -> list[torch.Tensor]:
         """Summed token log-probability of every candidate after its prompt (grad follows the
         caller's mode). Rows are processed in micro-batches of ``policy.micro_batch_size``."""
-        return self._in_micro_batches(self._score_packed, prompts, candidates)
+        sizes = [len(p) + sum(map(len, cands)) for p, cands in zip(prompts, candidates)]
+        return self._in_micro_batches(self._score_packed, prompts, candidates, sizes)
 
-    def _in_micro_batches(self, forward, prompts: list, others: list) -> list[torch.Tensor]:
-        out: list[torch.Tensor] = []
+    def _in_micro_batches(self, forward, prompts: list, others: list, sizes: list[int]) -> list[torch.Tensor]:
+        """Apply ``forward`` to rows in micro-batches of similar ``sizes`` (a batch is as wide as its
+        longest row, so mixing lengths wastes compute on padding); results come back in input order."""
+        order = sorted(range(len(prompts)), key=lambda i: sizes[i])
+        out: list[torch.Tensor | None] = [None] * len(prompts)
         step = self.cfg.micro_batch_size
-        for start in range(0, len(prompts), step):
-            out += forward(prompts[start:start + step], others[start:start + step])
+        for start in range(0, len(order), step):
+            part = order[start:start + step]
+            for i, result in zip(part, forward([prompts[i] for i in part], [others[i] for i in part])):
+                out[i] = result
         return out
 
     def action_logprobs(self, prompts, candidates) -> list[torch.Tensor]:
@@ -131,38 +137,40 @@ class Actor:
 
     def _score_packed(self, prompts, candidates) -> list[torch.Tensor]:
         device = self.policy.device
-        lengths = [len(p) + sum(len(c) for c in cands) for p, cands in zip(prompts, candidates)]
-        batch, width = len(prompts), max(lengths)
-        ids = torch.full((batch, width), self.pad_id, dtype=torch.long)
-        positions = torch.zeros((batch, width), dtype=torch.long)
-        mask = torch.zeros((batch, 1, width, width), dtype=torch.bool)
-        causal = torch.ones((width, width), dtype=torch.bool).tril()
+        # Each token of a row gets a segment (0: prompt, c + 1: candidate c, -1: padding) and a
+        # position (candidates restart at the prompt's length). Python lists are built first and
+        # turned into tensors once: per-candidate tensor ops cost more than the forward pass here.
+        id_rows, pos_rows, seg_rows = [], [], []
         rows, predictors, targets, owners = [], [], [], []
         n_candidates = 0
         for b, (prompt, cands) in enumerate(zip(prompts, candidates)):
             p = len(prompt)
-            ids[b, :p] = torch.tensor(prompt)
-            positions[b, :p] = torch.arange(p)
-            mask[b, 0, :p, :p] = causal[:p, :p]
-            start = p
-            for cand in cands:
-                n = len(cand)
-                end = start + n
-                ids[b, start:end] = torch.tensor(cand)
-                positions[b, start:end] = torch.arange(p, p + n)
-                mask[b, 0, start:end, :p] = True
-                mask[b, 0, start:end, start:end] = causal[:n, :n]
+            ids, pos, seg = list(prompt), list(range(p)), [0] * p
+            for c, cand in enumerate(cands):
+                n, start = len(cand), len(ids)
+                ids += cand
+                pos += range(p, p + n)
+                seg += [c + 1] * n
                 # Token j of a candidate is predicted at position j-1; its first token at the
                 # prompt's last position.
-                predictors += [p - 1, *range(start, end - 1)]
+                predictors += [p - 1, *range(start, start + n - 1)]
                 targets += cand
                 rows += [b] * n
                 owners += [n_candidates] * n
                 n_candidates += 1
-                start = end
-            pads = torch.arange(lengths[b], width)
-            mask[b, 0, pads, pads] = True  # padding attends to itself only, so no row is all-masked
-        hidden = self.backbone(input_ids=ids.to(device), attention_mask=mask.to(device),
+            id_rows.append(ids)
+            pos_rows.append(pos)
+            seg_rows.append(seg)
+        width = max(len(r) for r in id_rows)
+        ids = torch.tensor([r + [self.pad_id] * (width - len(r)) for r in id_rows])
+        positions = torch.tensor([r + [0] * (width - len(r)) for r in pos_rows])
+        segment = torch.tensor([r + [-1] * (width - len(r)) for r in seg_rows])
+        query, key = segment[:, :, None], segment[:, None, :]
+        causal = torch.ones((width, width), dtype=torch.bool).tril()
+        # A token sees earlier tokens of the prompt and of its own segment; padding sees padding
+        # only (so no row of the mask is empty).
+        mask = causal & ((key == query) | ((key == 0) & (query >= 0)))
+        hidden = self.backbone(input_ids=ids.to(device), attention_mask=mask[:, None].to(device),
                                position_ids=positions.to(device)).last_hidden_state
         rows_t = torch.tensor(rows, device=device)
         logits = self.lm_head(hidden[rows_t, torch.tensor(predictors, device=device)]).float()
@@ -200,7 +208,8 @@ class Actor:
 
     def token_logprobs(self, prompts: list[list[int]], responses: list[list[int]]) -> list[torch.Tensor]:
         """Per-token log-probabilities (at the sampling temperature) of each response after its prompt."""
-        return self._in_micro_batches(self._teacher_forced, prompts, responses)
+        sizes = [len(p) + len(r) for p, r in zip(prompts, responses)]
+        return self._in_micro_batches(self._teacher_forced, prompts, responses, sizes)
 
     def _teacher_forced(self, prompts, responses) -> list[torch.Tensor]:
         device = self.policy.device
