@@ -87,7 +87,9 @@ class Run:
             from edge.bank.embedder import make_embedder
             from edge.bank.store import ExperienceBank
 
-            self._bank = ExperienceBank.open(self.folder / "bank", make_embedder(self.params.bank.embedder))
+            cfg = self.params.bank
+            self._bank = ExperienceBank.open(self.folder / "bank", make_embedder(cfg.embedder),
+                                             in_memory=cfg.in_memory_search)
         return self._bank
 
     def bank_versions(self) -> dict[int, int]:

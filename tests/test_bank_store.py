@@ -392,3 +392,34 @@ def test_format_entry_and_table():
     console.print(table)
     rendered = console.export_text()
     assert "g000012" in rendered and "internalized" in rendered and "y" * 200 not in rendered
+
+
+def test_in_memory_search_agrees_with_lancedb_and_follows_writes(tmp_path, emb):
+    import random
+
+    rng = random.Random(0)
+    words = "apple fridge drawer mug sink lamp desk pan knife cabinet towel shelf".split()
+    types = ["pick", "heat", "cool", "any"]
+    entries = [mk(f"g{i:06d}", "try : " + " ".join(rng.sample(words, 3)), task_type=rng.choice(types),
+                  key=" ".join(rng.sample(words, 2)), status=rng.choice(["active", "active", "pruned"]))
+               for i in range(1, 121)]
+    memory = ExperienceBank.open(tmp_path / "b", emb)
+    lance = ExperienceBank.open(tmp_path / "b", emb, in_memory=False)
+    memory.add(entries)
+    queries = [" ".join(rng.sample(words, 4)) for _ in range(20)]
+    for query in queries:
+        for task_type in ("pick", "cool", None):
+            for k in (1, 3, 200):
+                ours = memory.retrieve(query, k, 0.1, task_type)
+                theirs = lance.retrieve(query, k, 0.1, task_type)
+                assert all(e.status == "active" for e, _ in ours) and len(ours) <= k
+                assert all(task_type is None or e.task_type in (task_type, "any") for e, _ in ours)
+                # The same similarities in the same order (ids may differ only among equal scores).
+                assert [round(s, 5) for _, s in ours] == [round(s, 5) for _, s in theirs]
+                tied = {round(s, 5) for _, s in ours if sum(round(t, 5) == round(s, 5) for _, t in ours) > 1}
+                assert [e.id for e, s in ours if round(s, 5) not in tied] == [
+                    e.id for e, s in theirs if round(s, 5) not in tied]
+    best, _ = memory.retrieve(queries[0], 1, -1.0, None)[0]
+    # A write through another handle (pruning the best entry) is seen by the next search.
+    lance.upsert([dataclasses.replace(best, status="pruned")])
+    assert best.id not in [e.id for e, _ in memory.retrieve(queries[0], 5, -1.0, None)]

@@ -66,12 +66,14 @@ def test_quick_perf_report(tmp_path):
         "peak_rss_mb_after_rounds"]
 
     cells = {(r["entries"], r["index"]) for r in report["retrieval"]}
-    assert cells == {(n, index) for n in (200, 1_000) for index in ("none", "ivf_flat")}
+    assert cells == {(n, index) for n in (200, 1_000) for index in ("none", "ivf_flat", "in_memory")}
     for row in report["retrieval"]:
         latency = row["latency"]
         assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
         assert row["recall_at_k"] is None or share(row["recall_at_k"])
         assert row["disk_bytes"] > 0
+        if row["index"] == "in_memory":  # exact search: it finds what the flat scan finds
+            assert row["recall_at_k"] == 1.0
     assert 0 < report["minilm_query"]["latency"]["p50_ms"] <= report["minilm_query"]["latency"]["p99_ms"]
 
     for cost in report["bank_cost"]:
@@ -82,7 +84,7 @@ def test_quick_perf_report(tmp_path):
         assert cost["bank_total_entries"] >= cost["bank_active_entries"] and cost["bank_folder_bytes"] > 0
 
     aims = {a["aim"]: a for a in report["against_aims"]}
-    assert len(aims) == 4 and all(a["met"] in (True, False, None) for a in aims.values())
+    assert len(aims) == 5 and all(a["met"] in (True, False, None) for a in aims.values())
 
     # The per-round table of a finished run (`--bank-run`), from the files the stages wrote.
     run_rows = bank_cost_of_run(work / "runs" / "direct" / "household-edge-s0")

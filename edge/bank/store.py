@@ -12,6 +12,12 @@ through ``checkout`` until ``optimize`` is called.
 Vectors come from the bank's embedder. The embedder's name and dimension are stored in the table's
 schema metadata, and opening a table with a different embedder is refused: similarities between
 vectors of two embedders mean nothing.
+
+Similarity search is answered from memory by default: a LanceDB query costs ~8 ms of fixed
+overhead whatever the table size (the synchronous API hands every query to a background event
+loop), and a flat scan of 100k rows ~200 ms. ``ActiveVectors`` holds the active rows and their unit
+vectors, per task type, and is rebuilt when the table's version changes (any write, by this handle
+or another). ``in_memory=False`` queries LanceDB instead (then a vector index helps large banks).
 """
 
 from __future__ import annotations
@@ -92,6 +98,60 @@ def _to_entries(table: pa.Table) -> list[BankEntry]:
     return sorted(entries, key=lambda e: e.id)
 
 
+@dataclasses.dataclass
+class ActiveVectors:
+    """The active rows of one table version, with unit-length vectors grouped by task type."""
+
+    version: int
+    rows: pa.Table
+    unit: np.ndarray
+    """(rows, dim) float32; a zero vector stays zero (similar to nothing)."""
+    task_types: np.ndarray
+    id_rank: np.ndarray
+    """Each row's position in id order: ties in similarity go to the smaller id, every run."""
+    _by_type: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, table, version: int) -> ActiveVectors:
+        rows = table.to_arrow()
+        # One chunk: ``take`` on a chunked table would concatenate the chunks on every query.
+        rows = rows.filter(pc.equal(rows.column("status"), "active")).combine_chunks()
+        dim = rows.schema.field("vector").type.list_size
+        vectors = rows.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        vectors = vectors.reshape(-1, dim).astype(np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        id_rank = np.empty(rows.num_rows, dtype=np.int64)
+        id_rank[np.argsort(np.asarray(rows.column("id").to_pylist(), dtype=object), kind="stable")] = np.arange(
+            rows.num_rows)
+        return cls(version, rows, unit, np.asarray(rows.column("task_type").to_pylist(), dtype=object), id_rank)
+
+    def for_type(self, task_type: str | None) -> tuple[np.ndarray, np.ndarray]:
+        """(row indices, their unit vectors) of entries for ``task_type`` or any type; all if None."""
+        if task_type not in self._by_type:
+            if task_type is None:
+                index = np.arange(len(self.task_types))
+            else:
+                index = np.flatnonzero((self.task_types == task_type) | (self.task_types == ANY_TASK_TYPE))
+            self._by_type[task_type] = index, np.ascontiguousarray(self.unit[index])
+        return self._by_type[task_type]
+
+    def search(self, query: np.ndarray, limit: int, task_type: str | None) -> list[tuple[BankEntry, float]]:
+        """The ``limit`` most cosine-similar rows, equal similarities in id order."""
+        index, unit = self.for_type(task_type)
+        if not len(index):
+            return []
+        sims = unit @ (query / np.linalg.norm(query)).astype(np.float32)
+        keep = np.arange(len(sims))
+        if limit < len(sims):
+            kth = np.partition(sims, len(sims) - limit)[len(sims) - limit]
+            keep = np.flatnonzero(sims >= kth)
+        keep = keep[np.lexsort((self.id_rank[index[keep]], -sims[keep]))][:limit]
+        hits = self.rows.take(pa.array(index[keep]))
+        by_id = dict(zip(hits.column("id").to_pylist(), sims[keep].tolist()))
+        return [(e, by_id[e.id]) for e in _to_entries(hits)]
+
+
 def read_snapshot(path: Path) -> list[BankEntry]:
     """The entries of a Parquet snapshot written by ``ExperienceBank.snapshot``, sorted by id."""
     return _to_entries(pq.read_table(path))
@@ -100,17 +160,22 @@ def read_snapshot(path: Path) -> list[BankEntry]:
 class ExperienceBank:
     """Guidance entries with their embeddings, credit and audit trail, in one LanceDB table."""
 
-    def __init__(self, table, embedder: HashEmbedder | MiniLMEmbedder, folder: Path, name: str):
+    def __init__(self, table, embedder: HashEmbedder | MiniLMEmbedder, folder: Path, name: str,
+                 in_memory: bool = True):
         # Use ExperienceBank.open; the constructor trusts that the table matches the embedder.
         self._tbl = table
         self.embedder = embedder
         self.folder = folder
         self.name = name
+        self.in_memory = in_memory
+        """Answer similarity searches from ``ActiveVectors`` (else a LanceDB query each time)."""
+        self._active: ActiveVectors | None = None
         self._last_issued = 0  # ids handed out by next_id() in this process, maybe not added yet
 
     # ----- lifecycle ----------------------------------------------------------------------
     @classmethod
-    def open(cls, folder: Path, embedder: HashEmbedder | MiniLMEmbedder, table: str = "bank") -> ExperienceBank:
+    def open(cls, folder: Path, embedder: HashEmbedder | MiniLMEmbedder, table: str = "bank",
+             in_memory: bool = True) -> ExperienceBank:
         """Open the table in ``folder``, creating folder and table when missing."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -129,7 +194,7 @@ class ExperienceBank:
                 )
         else:
             tbl = db.create_table(table, schema=bank_schema(embedder.dim, embedder.name))
-        return cls(tbl, embedder, folder, table)
+        return cls(tbl, embedder, folder, table, in_memory)
 
     def __len__(self) -> int:
         return self._tbl.count_rows()
@@ -212,36 +277,47 @@ class ExperienceBank:
             table = table.filter(pc.equal(table.column("status"), status))
         return _to_entries(table)
 
-    def _search(self, text: str, threshold: float, limit: int, where: str) -> list[tuple[BankEntry, float]]:
-        n = len(self)
-        if n == 0 or limit <= 0:
+    def _search(self, text: str, threshold: float, limit: int, task_type: str | None
+                ) -> list[tuple[BankEntry, float]]:
+        if limit <= 0:
             return []
         query = self.embedder.embed([text])[0]
         if not np.any(query):  # a text with no words: cosine is undefined, so nothing is similar
             return []
+        if self.in_memory:
+            version = self._tbl.version
+            if self._active is None or self._active.version != version:
+                self._active = ActiveVectors.of(self._tbl, version)
+            hits = self._active.search(query, limit, task_type)
+        else:
+            hits = self._search_lancedb(query, limit, task_type)
+        out = [(e, s) for e, s in hits if s >= threshold]
+        # Best first; equal similarities by id, so ties come back in the same order every run.
+        out.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return out[:limit]
+
+    def _search_lancedb(self, query: np.ndarray, limit: int, task_type: str | None) -> list[tuple[BankEntry, float]]:
+        n = len(self)
+        if n == 0:
+            return []
         hits = (
             self._tbl.search(query, vector_column_name="vector")
             .distance_type("cosine")
-            .where(where, prefilter=True)  # filter first, so k active rows come back, not k rows
+            .where(self._active_for(task_type), prefilter=True)  # filter first: k active rows, not k rows
             .limit(min(limit, n))
             .to_arrow()
         )
-        sims = [1.0 - float(d) for d in hits.column("_distance").to_pylist()]
-        ids = hits.column("id").to_pylist()
-        by_id = {e.id: e for e in _to_entries(hits)}
-        out = [(by_id[i], s) for i, s in zip(ids, sims) if s >= threshold]
-        # Best first; equal similarities by id, so ties come back in the same order every run.
-        out.sort(key=lambda pair: (-pair[1], pair[0].id))
-        return out
+        sims = dict(zip(hits.column("id").to_pylist(), (1.0 - float(d) for d in hits.column("_distance").to_pylist())))
+        return [(e, sims[e.id]) for e in _to_entries(hits)]
 
     def retrieve(self, query: str, k: int, threshold: float, task_type: str | None = None
                  ) -> list[tuple[BankEntry, float]]:
         """Up to ``k`` active entries with cosine similarity >= ``threshold`` to ``query``, best first."""
-        return self._search(query, threshold, k, self._active_for(task_type))
+        return self._search(query, threshold, k, task_type)
 
     def similar(self, text: str, threshold: float, task_type: str | None = None) -> list[tuple[BankEntry, float]]:
         """Every active entry with similarity >= ``threshold`` to ``text`` (merging, coverage)."""
-        return self._search(text, threshold, len(self), self._active_for(task_type))
+        return self._search(text, threshold, len(self), task_type)
 
     @staticmethod
     def _active_for(task_type: str | None) -> str:
