@@ -71,6 +71,13 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     markdown = (tmp_path / "results" / "toy.md").read_text()
     assert "## household / test_unseen" in markdown and "| edge |" in markdown
     assert "the runs took" in markdown
+    # the bank's part in training, read back from the runs' own records
+    assert "bank_activity" not in table["grpo"]
+    activity = table["edge"]["bank_activity"]
+    hit_rates = [json.loads((tmp_path / "runs" / f"household-edge-s{s}" / "round_000" / "scores.json").read_text())[
+        "summary"]["retrieval_hit_rate"] for s in (0, 1)]
+    assert activity["hit_rate"] == pytest.approx(sum(hit_rates) / 2)
+    assert 0 <= activity["distilled_share"] <= 1 and "household: the bank during training" in markdown
     assert (tmp_path / "results" / "toy_household_test_seen.png").stat().st_size > 0
     # --report-only trains nothing and rebuilds the same tables from the finished runs ...
     again = CliRunner().invoke(app, [*args, "--report-only"])

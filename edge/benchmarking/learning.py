@@ -136,7 +136,7 @@ def add_run_seconds(folder: Path, seconds: float) -> None:
 def read_run(folder: Path, splits: list[str]) -> dict:
     """The curve (success against environment steps) and the final evaluation of one run folder."""
     steps = 0
-    curve = []
+    curve, bank_rounds = [], []
     params = json.loads((folder / "params.json").read_text())
     episodes = params["rollout"]["tasks_per_round"] * params["rollout"]["group_size"]
     base = json.loads((folder / "eval_base.json").read_text())
@@ -148,6 +148,15 @@ def read_run(folder: Path, splits: list[str]) -> dict:
         if (round_dir / "eval.json").exists():
             ev = json.loads((round_dir / "eval.json").read_text())
             points.append((ev["round"], steps, ev))
+        if (round_dir / "bank_changes.json").exists():
+            contribution = json.loads((round_dir / "scores.json").read_text())["summary"]
+            changes = json.loads((round_dir / "bank_changes.json").read_text())
+            bank_rounds.append({"hit_rate": contribution["retrieval_hit_rate"],
+                                "delta_mean": contribution["delta_mean"],
+                                "delta_positive_share": contribution["delta_positive_share"],
+                                "size_active": changes["size_active"], "added": len(changes["added"]),
+                                "pruned": len(changes["pruned"]), "distill_samples": metrics.get("distill_samples", 0),
+                                "samples": metrics.get("samples", 0)})
     for k, at_steps, ev in points:
         row = {"round": k, "env_steps": at_steps}
         for split in splits:
@@ -160,7 +169,31 @@ def read_run(folder: Path, splits: list[str]) -> dict:
         curve.append(row)
     timing = folder / "bench_seconds.json"
     seconds = json.loads(timing.read_text())["seconds"] if timing.exists() else None
-    return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds}
+    return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds,
+            "bank_rounds": bank_rounds}
+
+
+def bank_activity(runs: dict) -> dict | None:
+    """How much the bank took part in training, over a method's seeds and rounds: the share of groups
+    that retrieved anything, Delta on those groups, the bank's final size, the states distilled."""
+    rounds = [r for run in runs.values() for r in run.get("bank_rounds", [])]
+    if not rounds:
+        return None
+    hits = sum(r["hit_rate"] for r in rounds)
+
+    def mean(values):
+        return sum(values) / len(values)
+
+    return {
+        "hit_rate": mean([r["hit_rate"] for r in rounds]),
+        # Weighted by how many groups retrieved, so rounds where one group did count less.
+        "delta_mean": sum(r["delta_mean"] * r["hit_rate"] for r in rounds) / hits if hits else None,
+        "delta_positive_share": sum(r["delta_positive_share"] * r["hit_rate"] for r in rounds) / hits if hits else None,
+        "final_size_active": mean([run["bank_rounds"][-1]["size_active"] for run in runs.values()]),
+        "added_per_round": mean([r["added"] for r in rounds]),
+        "pruned_per_round": mean([r["pruned"] for r in rounds]),
+        "distilled_share": sum(r["distill_samples"] for r in rounds) / max(1, sum(r["samples"] for r in rounds)),
+    }
 
 
 def paired_difference(ours: list[float], theirs: list[float], seeds: list[int]) -> dict:
@@ -200,6 +233,9 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                         [final(by_seed, s, "plain_score") for s in seeds],
                         [final(baseline, s, "plain_score") for s in seeds], seeds)
                 table[env][method][split] = entry
+            activity = bank_activity(by_seed)
+            if activity is not None:
+                table[env][method]["bank_activity"] = activity
     return table
 
 
@@ -252,6 +288,21 @@ def markdown(report: dict) -> str:
                 lines.append("Per seed, plain − GRPO plain (points): " + "; ".join(
                     f"{m}: " + ", ".join(f"s{k} {v * 100:+.1f}" for k, v in d.items()) for m, d in per_seed.items()))
                 lines.append("")
+        activity = {m: s["bank_activity"] for m, s in by_method.items() if "bank_activity" in s}
+        if activity:
+            lines += [f"## {env}: the bank during training", "",
+                      "Over seeds and rounds. Groups retrieving: share of training groups whose task retrieved any "
+                      "entry (the others are plain GRPO groups). Delta: conditioned minus plain success inside "
+                      "those groups. Distilled: share of update samples that carry the distillation term.", "",
+                      "| method | groups retrieving | mean Delta | Delta > 0 | entries added / round | "
+                      "pruned / round | active at the end | distilled |", "|---|---|---|---|---|---|---|---|"]
+            for method, a in activity.items():
+                delta = "–" if a["delta_mean"] is None else f"{a['delta_mean']:+.3f}"
+                positive = "–" if a["delta_positive_share"] is None else f"{a['delta_positive_share']:.0%}"
+                lines.append(f"| {method} | {a['hit_rate']:.0%} | {delta} | {positive} | "
+                             f"{a['added_per_round']:.1f} | {a['pruned_per_round']:.1f} | "
+                             f"{a['final_size_active']:.0f} | {a['distilled_share']:.0%} |")
+            lines.append("")
     return "\n".join(lines) + "\n"
 
 
@@ -320,7 +371,9 @@ def log_to_mlflow(report: dict, files: list[Path]) -> None:
             for method, splits in by_method.items():
                 for split, e in splits.items():
                     for metric, est in e.items():
-                        mlflow.log_metric(f"{env}.{method}.{split}.{metric}", est["mean"])
+                        value = est if split == "bank_activity" else est["mean"]
+                        if value is not None:
+                            mlflow.log_metric(f"{env}.{method}.{split}.{metric}", value)
         for path in files:
             mlflow.log_artifact(str(path))
 
