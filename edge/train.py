@@ -520,16 +520,27 @@ def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None 
     stages = {**STAGES, **(stages or {})}
     torch.manual_seed(params.seed)
     run = Run.open(params)
-    if run.settings.use_bank and -1 not in run.bank_versions():
-        run.bank()  # create the empty table
-        run.record_bank_version(-1)
-    baseline_eval(run, progress)
-    for k in range(params.train.rounds):
-        stages["collect"](run, k)
-        stages["score"](run, k)
-        stages["update_bank"](run, k)
-        stages["distill"](run, k)
-        stages["evaluate"](run, k)
-        if on_round:
-            on_round(k, round_summary(run, k), run)
+    started = time.perf_counter()
+    try:
+        if run.settings.use_bank and -1 not in run.bank_versions():
+            run.bank()  # create the empty table
+            run.record_bank_version(-1)
+        baseline_eval(run, progress)
+        for k in range(params.train.rounds):
+            stages["collect"](run, k)
+            stages["score"](run, k)
+            stages["update_bank"](run, k)
+            stages["distill"](run, k)
+            stages["evaluate"](run, k)
+            if on_round:
+                on_round(k, round_summary(run, k), run)
+    finally:  # also on Ctrl-C or an error: an interrupted run's cost still counts
+        add_wall_seconds(run, time.perf_counter() - started)
     return run
+
+
+def add_wall_seconds(run: Run, seconds: float) -> None:
+    """Accumulate the time spent in ``train`` on this run over all its invocations (``wall_time.json``)."""
+    path = run.folder / "wall_time.json"
+    before = json.loads(path.read_text()) if path.exists() else {"seconds": 0.0, "invocations": 0}
+    write_json(path, {"seconds": before["seconds"] + seconds, "invocations": before["invocations"] + 1})

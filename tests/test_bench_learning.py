@@ -97,3 +97,15 @@ def test_a_failing_run_names_its_log(tmp_path):
     with pytest.raises(RuntimeError, match=r"household-grpo-s0 failed .*household-grpo-s0\.log"):
         train_one(cfg, "household", "grpo", 0, tmp_path / "base", 1, tmp_path / "logs")
     assert "group_size" in (tmp_path / "logs" / "household-grpo-s0.log").read_text()
+
+
+def test_a_failed_run_stops_the_queue(tmp_path):
+    from edge.benchmarking.learning import LearningBenchConfig, run_benchmark
+
+    cfg = LearningBenchConfig(envs=["household"], methods=["grpo"], seeds=[0, 1, 2], jobs=1, eval_episodes=0,
+                              runs_dir=tmp_path / "runs", out_dir=tmp_path / "results")  # 0 episodes: invalid
+    (tmp_path / "runs" / "base-household").mkdir(parents=True)
+    (tmp_path / "runs" / "base-household" / "warmup.json").write_text("{}")  # no warm start needed to fail
+    with pytest.raises(RuntimeError, match="household-grpo-s0 failed"):
+        run_benchmark(cfg, track=False)
+    assert sorted(p.name for p in (tmp_path / "runs" / "logs").iterdir()) == ["household-grpo-s0.log"]

@@ -128,3 +128,21 @@ def test_base_evaluation_is_shared_between_methods_and_equals_a_run_of_its_own(t
     params.seed, params.eval.base_cache_dir = 4, cache
     train(params)
     assert len(list(cache.glob("eval-base-*.json"))) == 2
+
+
+def test_wall_time_accumulates_over_invocations_including_an_interrupted_one(tmp_path):
+    import pytest
+
+    from edge.train import STAGES
+
+    params = tiny_params(tmp_path, rounds=1)
+
+    def interrupted(run, k):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(params, stages={"update_bank": interrupted})
+    run = train(params)
+    record = json.loads((run.folder / "wall_time.json").read_text())
+    assert record["invocations"] == 2 and record["seconds"] > 0
+    assert STAGES["update_bank"] is not interrupted  # the replacement was for that call only

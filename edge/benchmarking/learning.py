@@ -22,6 +22,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -115,22 +116,12 @@ def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: 
            *sum((["--set", s] for s in cfg.extra), [])]
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
-    started = time.perf_counter()
     with open(log_path, "a") as log:
         done = subprocess.run(cmd, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
-    add_run_seconds(cfg.runs_dir / name, time.perf_counter() - started)
     if done.returncode != 0:
         # Finished runs are kept; the same command resumes this one from its last completed stage.
         raise RuntimeError(f"run {name} failed (exit {done.returncode}); its output is in {log_path}")
     return cfg.runs_dir / name
-
-
-def add_run_seconds(folder: Path, seconds: float) -> None:
-    """Accumulate a run's wall time over invocations, so a resumed benchmark still knows its cost."""
-    path = folder / "bench_seconds.json"
-    if folder.exists():
-        before = json.loads(path.read_text())["seconds"] if path.exists() else 0.0
-        path.write_text(json.dumps({"seconds": before + seconds}) + "\n")
 
 
 def read_run(folder: Path, splits: list[str]) -> dict:
@@ -167,7 +158,8 @@ def read_run(folder: Path, splits: list[str]) -> dict:
                 row[f"{split}_with_bank_score"] = ev[split]["with_bank"]["score"]
                 row[f"{split}_retention"] = ev[split]["retention"]
         curve.append(row)
-    timing = folder / "bench_seconds.json"
+    # The run's own account of its time in `edge train`, summed over resumed invocations.
+    timing = folder / "wall_time.json"
     seconds = json.loads(timing.read_text())["seconds"] if timing.exists() else None
     return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds,
             "bank_rounds": bank_rounds}
@@ -402,22 +394,38 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
     log_dir = cfg.runs_dir / "logs"
     bar = progress.add_task("benchmark runs", total=len(jobs)) if progress else None
 
+    failed = threading.Event()
+
     def work(job):
         env, method, seed = job
+        if failed.is_set():  # another run failed (or Ctrl-C): start nothing new
+            return job, None
         if cfg.report_only:
             folder = cfg.runs_dir / run_name(env, method, seed)
             if not (folder / round_dir_name(rounds - 1) / "eval.json").exists():
                 raise ValueError(f"--report-only: {folder} has not finished {rounds} rounds")
         else:
-            folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
+            try:
+                folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
+            except BaseException:
+                failed.set()
+                raise
         if progress:
             progress.advance(bar)
         return job, folder
 
     results: dict = {env: {m: {} for m in cfg.methods} for env in cfg.envs}
-    with ThreadPoolExecutor(max_workers=cfg.jobs) as pool:
+    pool = ThreadPoolExecutor(max_workers=cfg.jobs)
+    try:
         for (env, method, seed), folder in pool.map(work, jobs):
             results[env][method][seed] = read_run(folder, cfg.splits)
+    except BaseException:
+        # On a failed run or Ctrl-C, start no further runs; those running end (Ctrl-C reaches them too)
+        # and a rerun of the same command resumes from the finished ones.
+        failed.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     report = {
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
         "rounds": rounds, "command": command,
