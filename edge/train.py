@@ -422,8 +422,10 @@ def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None, plain: dic
                                     progress=progress).to_dict()
             else:  # nothing retrieved: the scaffolded episodes would replay the plain ones exactly
                 scaffold = dict(plain[split])
-            result[split] |= {"with_bank": scaffold, "retention": retention(plain[split]["success"],
-                                                                            scaffold["success"])}
+            result[split] |= {"with_bank": scaffold,
+                              "retention": retention(plain[split]["success"], scaffold["success"]),
+                              # with the bank differs from plain only on these tasks
+                              "retrieved_share": sum(e is not None for e in experiences.values()) / len(tasks)}
     return result
 
 

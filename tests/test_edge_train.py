@@ -48,6 +48,8 @@ def test_edge_rounds_split_groups_credit_entries_and_grow_the_bank(tmp_path):
     assert all(entries[i].uses >= 1 and entries[i].history_rounds for i in credited)
     ev = json.loads((run.round_dir(2) / "eval.json").read_text())["test_seen"]
     assert {"plain", "with_bank", "retention"} <= set(ev)
+    run_tasks = run.eval_tasks("test_seen")
+    assert ev["retrieved_share"] == sum(run.experience_for(t) is not None for t in run_tasks) / len(run_tasks)
 
 
 def test_grpo_method_never_touches_a_bank(tmp_path):
