@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from helpers import played
 
 from edge.algorithms.contribution import credit_by_entry, ema_utility, group_contributions, summary
 from edge.algorithms.distill import reverse_kl_exact, reverse_kl_sampled_loss
@@ -115,27 +116,12 @@ def test_size_cap_evicts_lowest_utility():
     assert prune_decisions(entries, round_index=5, rules=RULES) == {"g1": "size_cap"}
 
 
-def played(task, actions):
-    env = make_env()
-    first = env.reset(task)
-    t = Trajectory(f"{task.task_id}/m0", task, task.task_id, 0, False, None)
-    obs, adm = first.observation, first.admissible_actions
-    for a in actions:
-        t.steps.append(StepRecord(obs, adm, Decision(a, [], None, -1, None, [0.0])))
-        out = env.step(a)
-        obs, adm = out.observation, out.info.admissible_actions
-        t.won, t.score, t.reward = out.info.won, out.info.score, out.info.score
-        if out.done:
-            break
-    return t
-
-
 def test_synthesis_contrasts_failures_with_what_the_round_saw():
     tasks = generate_tasks("train", 30, seed=4)
     task = next(t for t in tasks if t.task_type == "pick_and_place_simple")
     plan = expert_plan(task)
-    failed = played(task, [a for a in plan if a.startswith("go to")][:1] + ["look"] * 3)  # never takes
-    success = played(task, plan)
+    failed = played(make_env(), task, [a for a in plan if a.startswith("go to")][:1] + ["look"] * 3)  # never takes
+    success = played(make_env(), task, plan)
     assert success.won and not failed.won
     failures = failures_by_signature([failed, success])
     obj = task.spec["goal"]["object"]
@@ -206,7 +192,7 @@ def test_lm_synthesizer_through_an_openai_compatible_endpoint_is_sanitised():
     try:
         tasks = generate_tasks("train", 30, seed=4)
         picks = [t for t in tasks if t.task_type == "pick_and_place_simple"][:2]
-        failed = [played(t, ["look"] * 3) for t in picks]
+        failed = [played(make_env(), t, ["look"] * 3) for t in picks]
         synth = LMSynthesizer(endpoint=f"http://127.0.0.1:{server.server_port}", model="test-model")
         ids = iter(["g1", "g2"])
         entries = synthesize(failed, synth, round_index=1, new_id=lambda: next(ids))

@@ -401,27 +401,16 @@ def test_edge_eval_reports_score_and_success_rate(data_dir, tmp_path):
 # -- the bank reads WebShop failures as it reads the shop's -------------------------------------
 
 def test_bank_synthesis_and_true_advice_cover_webshop(data_dir):
+    from helpers import played
+
     from edge import guidance
     from edge.bank.synthesis import failures_by_signature
-    from edge.policy.actor import Decision
-    from edge.rollout import StepRecord, Trajectory
 
     task = next(t for t in generate_tasks("test_seen", 100) if t.instruction.startswith("I want a navy blue"))
     env = make_env()
 
-    def played(actions: list[str]) -> Trajectory:
-        first = env.reset(task)
-        traj = Trajectory(f"{task.task_id}/m0", task, task.task_id, 0, False, None)
-        obs, admissible = first.observation, first.admissible_actions
-        for action in actions:
-            traj.steps.append(StepRecord(obs, admissible, Decision(action, [], None, -1, None, [0.0])))
-            out = env.step(action)
-            obs, admissible = out.observation, out.info.admissible_actions
-            traj.won, traj.score = out.info.won, out.info.score
-        return traj
-
-    no_options = played(["search[men's t-shirt]", "click[b07tshirt1]", "click[buy now]"])
-    wandered = played(["search[men's t-shirt]", "click[next >]"])
+    no_options = played(env, task, ["search[men's t-shirt]", "click[b07tshirt1]", "click[buy now]"])
+    wandered = played(env, task, ["search[men's t-shirt]", "click[next >]"])
     assert not no_options.won and not wandered.won
     patterns = {f.pattern for f in failures_by_signature([no_options, wandered])}
     assert patterns == {"missing_options", "no_purchase"}
