@@ -24,7 +24,7 @@ import random
 import resource
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -76,6 +76,7 @@ class Run:
     _policy_round: int | None = None
     _optimizer: torch.optim.Optimizer | None = None
     _bank: object = None
+    _eval_tasks: dict = field(default_factory=dict)
 
     @property
     def settings(self):
@@ -188,8 +189,13 @@ class Run:
         return rng.sample(pool, min(cfg.rollout.tasks_per_round, len(pool)))
 
     def eval_tasks(self, split: str) -> list[Task]:
-        # The same tasks for every round and method: comparisons are paired.
-        return generate_tasks(self.params.train.env, split, self.params.eval.episodes, self.params.seed)
+        # The same tasks for every round and method: comparisons are paired. Made once per process
+        # (plain and with-bank evaluation both need them; ALFWorld and WebShop read files to make them).
+        key = (split, self.params.eval.episodes)
+        if key not in self._eval_tasks:
+            self._eval_tasks[key] = generate_tasks(self.params.train.env, split, self.params.eval.episodes,
+                                                   self.params.seed)
+        return self._eval_tasks[key]
 
 
 # ----- stages --------------------------------------------------------------------------------

@@ -72,8 +72,8 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     assert "## household / test_unseen" in markdown and "| edge |" in markdown
     assert "the runs took" in markdown
     # the bank's part in training, read back from the runs' own records
-    assert "bank_activity" not in table["grpo"]
-    activity = table["edge"]["bank_activity"]
+    assert "grpo" not in report["bank_activity"]["household"]
+    activity = report["bank_activity"]["household"]["edge"]
     hit_rates = [json.loads((tmp_path / "runs" / f"household-edge-s{s}" / "round_000" / "scores.json").read_text())[
         "summary"]["retrieval_hit_rate"] for s in (0, 1)]
     assert activity["hit_rate"] == pytest.approx(sum(hit_rates) / 2)

@@ -294,7 +294,7 @@ class ExperienceBank:
         out = [(e, s) for e, s in hits if s >= threshold]
         # Best first; equal similarities by id, so ties come back in the same order every run.
         out.sort(key=lambda pair: (-pair[1], pair[0].id))
-        return out[:limit]
+        return out
 
     def _search_lancedb(self, query: np.ndarray, limit: int, task_type: str | None) -> list[tuple[BankEntry, float]]:
         n = len(self)

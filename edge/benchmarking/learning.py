@@ -27,6 +27,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from statistics import fmean
 
 from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p
 
@@ -172,18 +173,14 @@ def bank_activity(runs: dict) -> dict | None:
     if not rounds:
         return None
     hits = sum(r["hit_rate"] for r in rounds)
-
-    def mean(values):
-        return sum(values) / len(values)
-
     return {
-        "hit_rate": mean([r["hit_rate"] for r in rounds]),
+        "hit_rate": fmean([r["hit_rate"] for r in rounds]),
         # Weighted by how many groups retrieved, so rounds where one group did count less.
         "delta_mean": sum(r["delta_mean"] * r["hit_rate"] for r in rounds) / hits if hits else None,
         "delta_positive_share": sum(r["delta_positive_share"] * r["hit_rate"] for r in rounds) / hits if hits else None,
-        "final_size_active": mean([run["bank_rounds"][-1]["size_active"] for run in runs.values()]),
-        "added_per_round": mean([r["added"] for r in rounds]),
-        "pruned_per_round": mean([r["pruned"] for r in rounds]),
+        "final_size_active": fmean([run["bank_rounds"][-1]["size_active"] for run in runs.values()]),
+        "added_per_round": fmean([r["added"] for r in rounds]),
+        "pruned_per_round": fmean([r["pruned"] for r in rounds]),
         "distilled_share": sum(r["distill_samples"] for r in rounds) / max(1, sum(r["samples"] for r in rounds)),
     }
 
@@ -225,9 +222,6 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                         [final(by_seed, s, "plain_score") for s in seeds],
                         [final(baseline, s, "plain_score") for s in seeds], seeds)
                 table[env][method][split] = entry
-            activity = bank_activity(by_seed)
-            if activity is not None:
-                table[env][method]["bank_activity"] = activity
     return table
 
 
@@ -280,7 +274,7 @@ def markdown(report: dict) -> str:
                 lines.append("Per seed, plain − GRPO plain (points): " + "; ".join(
                     f"{m}: " + ", ".join(f"s{k} {v * 100:+.1f}" for k, v in d.items()) for m, d in per_seed.items()))
                 lines.append("")
-        activity = {m: s["bank_activity"] for m, s in by_method.items() if "bank_activity" in s}
+        activity = report["bank_activity"].get(env)
         if activity:
             lines += [f"## {env}: the bank during training", "",
                       "Over seeds and rounds. Groups retrieving: share of training groups whose task retrieved any "
@@ -363,9 +357,12 @@ def log_to_mlflow(report: dict, files: list[Path]) -> None:
             for method, splits in by_method.items():
                 for split, e in splits.items():
                     for metric, est in e.items():
-                        value = est if split == "bank_activity" else est["mean"]
-                        if value is not None:
-                            mlflow.log_metric(f"{env}.{method}.{split}.{metric}", value)
+                        mlflow.log_metric(f"{env}.{method}.{split}.{metric}", est["mean"])
+        for env, by_method in report["bank_activity"].items():
+            for method, activity in by_method.items():
+                for metric, value in activity.items():
+                    if value is not None:
+                        mlflow.log_metric(f"{env}.{method}.bank_activity.{metric}", value)
         for path in files:
             mlflow.log_artifact(str(path))
 
@@ -432,6 +429,8 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "wall_minutes": previous_wall_minutes(cfg) if cfg.report_only else (time.perf_counter() - started) / 60,
         "table": summarise(results, cfg),
+        "bank_activity": {env: {m: a for m, by_seed in by_method.items() if (a := bank_activity(by_seed))}
+                          for env, by_method in results.items()},
         "runs": {env: {m: {str(s): r for s, r in by_seed.items()} for m, by_seed in by_method.items()}
                  for env, by_method in results.items()},
     }
