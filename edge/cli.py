@@ -506,7 +506,8 @@ def bench_perf(
     bank_run: Path = typer.Option(None, help="A finished EDGE run folder: also tabulate the bank's cost per round."),
 ) -> None:
     """Performance profile and cost of the bank (issue 7): perf.md, perf.json and an MLflow run."""
-    from edge.benchmarking.perf import PerfOptions, render_markdown, run_perf
+    from edge.benchmarking.perf import PerfOptions, run_perf
+    from edge.benchmarking.perf_report import render_markdown
 
     sizes = tuple(int(s) for s in bank_sizes.split(",")) if bank_sizes else None
     options = PerfOptions.preset(quick, params_path=params, overrides=list(set_ or []), out_dir=out_dir,

@@ -5,14 +5,9 @@ import math
 
 from typer.testing import CliRunner
 
-from edge.benchmarking.perf import (
-    STAGE_ORDER,
-    CallTimer,
-    ForwardTimer,
-    bank_cost_of_run,
-    percentiles_ms,
-    timing_attribute,
-)
+from edge.benchmarking.bank_cost import bank_cost_of_run
+from edge.benchmarking.round_profile import STAGE_ORDER
+from edge.benchmarking.timers import CallTimer, ForwardTimer, percentiles_ms, timing_attribute
 from edge.cli import app
 
 
