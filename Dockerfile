@@ -34,6 +34,9 @@ COPY flows/__init__.py flows/__init__.py
 RUN make install PYTHON=python3.11
 # The install is editable, so the code copied now is what runs.
 COPY . .
+# .git stays out of the image (.dockerignore), and DVC refuses to run outside a git repository unless
+# told: `dvc repro` / `make run` in a container work without git history.
+RUN .venv/bin/dvc config --local core.no_scm true
 
 ENV PATH=/app/.venv/bin:${PATH}
 ENTRYPOINT ["edge"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from edge.benchmarking.perf import measure_env
+from edge.benchmarking.env_throughput import measure_env
 
 
 def measure(env_name: str, policy: str, episodes: int, seed: int) -> dict:

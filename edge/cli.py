@@ -505,7 +505,7 @@ def bench_perf(
     rounds: int = typer.Option(None, min=1, help="EDGE rounds before the measured one, plus one (default 2)."),
     bank_run: Path = typer.Option(None, help="A finished EDGE run folder: also tabulate the bank's cost per round."),
 ) -> None:
-    """Performance profile and cost of the bank (issue 7): perf.md, perf.json and an MLflow run."""
+    """Performance profile and cost of the bank: perf.md, perf.json and an MLflow run."""
     from edge.benchmarking.perf import PerfOptions, run_perf
     from edge.benchmarking.perf_report import render_markdown
 

@@ -23,16 +23,21 @@ class _Section(BaseModel):
 
 
 class DataConfig(_Section):
-    """Task files for every environment and split (the DVC ``prepare`` stage)."""
+    """Task files for every environment and split (the DVC ``prepare`` stage), and the training pool.
+
+    The files are a versioned record to read and diff, not an input: tasks are a pure function of
+    (environment, split, count, seed), so training draws its rounds from ``generate_tasks`` with
+    ``train_tasks`` (the same tasks the ``train`` file lists) and evaluation generates ``eval.episodes``
+    tasks per split; ``test_seen_tasks`` / ``test_unseen_tasks`` size the files only."""
 
     envs: list[str] = Field(default_factory=lambda: ["household", "shop"])
     """Environments whose tasks are written; names from the environment registry."""
     train_tasks: int = Field(1000, ge=1)
-    """Tasks in the ``train`` split of each environment."""
+    """Tasks in the ``train`` split of each environment: the pool training rounds draw from."""
     test_seen_tasks: int = Field(200, ge=1)
-    """Tasks in ``test_seen`` (same layouts and combinations as train, different seeds)."""
+    """Tasks in the ``test_seen`` file (same layouts and combinations as train, different seeds)."""
     test_unseen_tasks: int = Field(200, ge=1)
-    """Tasks in ``test_unseen`` (layouts and combinations that train never shows)."""
+    """Tasks in the ``test_unseen`` file (layouts and combinations that train never shows)."""
     out_dir: Path = Path("data/tasks")
     """Where ``<env>/<split>.jsonl`` files go."""
 

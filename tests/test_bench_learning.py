@@ -5,7 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p
+from edge.benchmarking.learning import paired_difference
+from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p, t_interval_mean
 from edge.cli import app
 
 
@@ -17,6 +18,24 @@ def test_bootstrap_interval_brackets_the_mean_and_collapses_on_constant_values()
     assert bootstrap_mean(values) == est  # a fixed random stream: the same interval every time
     flat = bootstrap_mean([0.25] * 4)
     assert (flat.low, flat.mean, flat.high) == (0.25, 0.25, 0.25)
+
+
+def test_t_interval_by_hand_and_wider_than_the_bootstrap_with_few_seeds():
+    # mean 0.2, sd 0.1, n = 3: t(0.975, 2) = 4.3027 -> half width 4.3027 * 0.1 / sqrt(3) = 0.24842
+    est = t_interval_mean([0.1, 0.2, 0.3])
+    assert est.method == "student-t" and est.mean == pytest.approx(0.2)
+    assert (est.low, est.high) == pytest.approx((0.2 - 0.24842, 0.2 + 0.24842), abs=1e-5)
+    # Three differences of one sign: the percentile bootstrap excludes zero, the t interval does not.
+    diffs = [0.05, 0.1, 0.15]
+    assert bootstrap_mean(diffs).low > 0 and t_interval_mean(diffs).low < 0
+
+
+def test_paired_difference_counts_only_nonzero_differences_towards_the_smallest_p():
+    # Seed 0's difference is exactly zero: it cannot flip, so four pairs decide (2/16, not 2/32).
+    result = paired_difference([0.3, 0.5, 0.6, 0.7, 0.4], [0.3, 0.2, 0.3, 0.3, 0.1], [0, 1, 2, 3, 4])
+    assert result["smallest_possible_p"] == pytest.approx(2 / 16)
+    assert result["p_value"] == pytest.approx(2 / 16)
+    assert result["method"] == "student-t" and result["per_seed"]["0"] == 0.0
 
 
 def test_paired_permutation_p_values_by_hand():

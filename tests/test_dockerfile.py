@@ -63,5 +63,12 @@ def test_torch_pin_is_the_local_cpu_build_version():
 
 def test_dockerignore_keeps_local_state_out_of_the_image():
     ignored = (ROOT / ".dockerignore").read_text().split()
-    for path in (".venv", "runs", "mlflow.db", ".git"):
+    for path in (".venv", "**/runs", "mlflow.db", ".git", "checkpoints", "*.egg-info"):
         assert path in ignored
+
+
+def test_image_runs_dvc_without_git():
+    # .git is not copied, so DVC must be told there is no SCM or `dvc repro` stops at once.
+    runs = [value for instruction, value in parsed()[1] if instruction == "RUN"]
+    assert any("dvc config --local core.no_scm true" in r for r in runs)
+    assert ".git" in (ROOT / ".dockerignore").read_text().split()

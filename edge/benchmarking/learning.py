@@ -10,9 +10,10 @@ The seed fixes the training tasks, sampling and the evaluation tasks, so runs wi
 are paired: EDGE and GRPO are compared seed by seed.
 
 Reported per environment, method and evaluation split: final plain success, scaffolded success
-(every rollout conditioned on the bank) and retention, each a mean over seeds with a 95% bootstrap
-interval; for each method against GRPO, the paired difference of final plain success with its
-interval and an exact sign-flip permutation p-value.
+(evaluated with the bank: tasks that retrieve something see it, the rest play as plain) and retention,
+each a mean over seeds with a 95% percentile-bootstrap interval; for each method against GRPO, the
+paired difference of final plain success with its Student-t interval and an exact sign-flip
+permutation p-value (see ``stats`` for why the two intervals differ).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean
 
-from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p
+from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p, t_interval_mean
 
 METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune")
 BASELINE = "grpo"
@@ -186,10 +187,11 @@ def bank_activity(runs: dict) -> dict | None:
 
 
 def paired_difference(ours: list[float], theirs: list[float], seeds: list[int]) -> dict:
-    """Mean of ``ours - theirs`` over paired seeds, its bootstrap interval and permutation p-value."""
+    """Mean of ``ours - theirs`` over paired seeds, its Student-t interval and exact permutation p-value."""
     diffs = [a - b for a, b in zip(ours, theirs)]
-    return bootstrap_mean(diffs).to_dict() | {
-        "p_value": paired_permutation_p(ours, theirs), "smallest_possible_p": smallest_p(len(seeds)),
+    return t_interval_mean(diffs).to_dict() | {
+        "p_value": paired_permutation_p(ours, theirs),
+        "smallest_possible_p": smallest_p(sum(d != 0 for d in diffs)),
         "per_seed": {str(s): d for s, d in zip(seeds, diffs)}}
 
 
@@ -243,13 +245,16 @@ def markdown(report: dict) -> str:
     lines = [f"# Learning benchmark ({cfg['name']})", "",
              f"{n_seeds} seeds ({', '.join(map(str, cfg['seeds']))}), paired by seed; {report['rounds']} rounds "
              f"of the default round size; {cfg['eval_episodes']} evaluation episodes per split and condition. "
-             "Mean over seeds with a 95% bootstrap interval; differences against GRPO are paired by seed, in "
-             "points, with an exact sign-flip permutation p-value (the smallest possible with "
-             f"{n_seeds} seeds is {smallest_p(n_seeds):.4f}). Success is reward 1; score is the mean reward "
+             "Mean over seeds with a 95% percentile-bootstrap interval (with few seeds it is too narrow: it "
+             "cannot be wider than the seeds' range); differences against GRPO are paired by seed, in points, "
+             "with a 95% Student-t interval and an exact sign-flip permutation p-value (the smallest possible "
+             f"with {n_seeds} seeds is {smallest_p(n_seeds):.4f}, larger where a seed's difference is exactly "
+             "zero). Success is reward 1; score is the mean reward "
              "x 100 (WebShop's \"Score\"; equal to success x 100 where rewards are 0 or 1).", "",
              f"Command: `{report['command']}`  ",
              f"Machine: {report['machine']}; " + (
-                 f"wall time {report['wall_minutes']:.0f} min with {cfg['jobs']} runs in parallel"
+                 f"the last invocation of the benchmark took {report['wall_minutes']:.0f} min of wall time with "
+                 f"{cfg['jobs']} runs in parallel"
                  if report["wall_minutes"] is not None else "tables rebuilt from finished runs (--report-only)")
              + run_time_sentence(report), ""]
     for env, by_method in report["table"].items():
@@ -307,8 +312,10 @@ def run_time_sentence(report: dict) -> str:
         return "."
     total = sum(minutes.values())
     parts = ", ".join(f"{env} {m:.0f}" for env, m in minutes.items())
-    return (f"; the runs took {total:.0f} min in all ({parts}; summed over resumed invocations), i.e. "
-            f"{total / report['config']['jobs']:.0f} min of wall time at {report['config']['jobs']} runs in parallel.")
+    jobs = report["config"]["jobs"]
+    return (f"; the runs took {total:.0f} min in all ({parts}; each run's own clock, summed over resumed "
+            f"invocations): {total / jobs:.0f} min of wall time at {jobs} runs in parallel if the runs had been "
+            "made in one sitting.")
 
 
 def mean_curve(runs: list[dict], split: str, metric: str) -> list[tuple[float, float, float | None]]:

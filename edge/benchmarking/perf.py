@@ -9,19 +9,21 @@ One invocation measures, in one process and against the project's own code paths
   rows, sampling, environments, bookkeeping) is overhead that a faster loop could remove;
 - training tokens per second of the GRPO update on those rollouts;
 - time per stage of EDGE rounds (collect, score, update-bank, update, evaluate) called directly, and
-  the same rounds through Prefect tasks in one flow run, from the same start, so that the ratio of
-  the two is the orchestration overhead; the ephemeral server's startup is reported on its own;
+  the last round again through Prefect tasks in one flow run, from the same start, so that the ratio
+  of the two is the orchestration overhead; the ephemeral server's startup is reported on its own;
 - peak resident memory of this process (``ru_maxrss``) after those rounds, and of Prefect's server;
-- bank retrieval latency (p50, p99) at several table sizes, without and with a LanceDB IVF_FLAT index,
-  plus the MiniLM query embedding that the real bank adds in front of every search;
+- bank retrieval latency (p50, p99) at several table sizes: LanceDB without and with an IVF_FLAT index,
+  and the in-memory search training uses by default; plus the MiniLM query embedding that the real
+  bank adds in front of every search;
 - the cost of the bank per round: retrieval, synthesis, pruning, credit, the distillation teacher,
   the extra prompt tokens of the experience block and the bank's size on disk, against the round.
 
 The numbers depend on the machine and on its load: the report records both (CPU count, load average
-before and after). Nothing here is tuned toward the issue's aims; they are reported beside the values.
+before and after). Nothing here is tuned toward the aims (``AIMS``); they are reported beside the values.
 
 This module holds the options and the order of measurement; each measurement lives in its own module
-(``timers``, ``round_profile``, ``bank_cost``, ``retrieval_latency``) and the report in ``perf_report``.
+(``env_throughput``, ``timers``, ``round_profile``, ``bank_cost``, ``retrieval_latency``) and the report in
+``perf_report``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from edge.benchmarking.bank_cost import bank_cost, bank_cost_of_run
+from edge.benchmarking.env_throughput import measure_env
 from edge.benchmarking.perf_report import log_to_mlflow, write_report
 from edge.benchmarking.retrieval_latency import measure_minilm, measure_retrieval
 from edge.benchmarking.round_profile import profile_rounds
@@ -48,7 +51,7 @@ AIMS = {
     "rollout_forward_share": 0.70,
     "retrieval_p50_ms_at_100k": 10.0,
 }
-"""What issue 7 asks for; reported against, never tuned toward."""
+"""The targets the project set itself for speed (the benchmark issue); reported against, never tuned toward."""
 
 
 @dataclass
@@ -101,24 +104,6 @@ def _replace(options: PerfOptions, **changes: Any) -> PerfOptions:
     return PerfOptions(**data)
 
 
-def measure_env(env_name: str, agent_name: str, episodes: int, seed: int) -> dict:
-    """Steps per second inside the environment (``reset`` + ``step``) and end to end with the agent."""
-    from edge.envs.play import play_episode
-    from edge.envs.registry import generate_tasks, make_agent, make_env
-
-    tasks = generate_tasks(env_name, "train", episodes, seed)
-    env, agent = make_env(env_name), make_agent(env_name, agent_name, seed)
-    play_episode(env, agent, tasks[0])  # imports, search index and caches outside the clock
-    started = time.perf_counter()
-    results = [play_episode(env, agent, task) for task in tasks]
-    wall = time.perf_counter() - started
-    steps = sum(r.steps for r in results)
-    env_seconds = sum(r.env_seconds for r in results)
-    return {"env": env_name, "agent": agent_name, "episodes": episodes, "steps": steps,
-            "env_steps_per_second": steps / env_seconds, "end_to_end_steps_per_second": steps / wall,
-            "success_rate": sum(r.won for r in results) / episodes}
-
-
 def machine() -> dict:
     import torch
 
@@ -149,6 +134,9 @@ def run_perf(options: PerfOptions, progress: Callable[[str], None] = print) -> d
                    "eval_every": params.eval.every, "embedder": params.bank.embedder,
                    "grpo_epochs": params.grpo.epochs, "overrides": options.preset_overrides() + options.overrides},
     }
+    if options.work_dir is not None and Path(options.work_dir).exists() and any(Path(options.work_dir).iterdir()):
+        # Finished stages are skipped on resume and banks already exist: a reused folder would time nothing.
+        raise ValueError(f"work_dir {options.work_dir} is not empty: give a new or empty folder")
     scratch = options.work_dir or Path(tempfile.mkdtemp(prefix="edge-bench-perf-"))
     scratch.mkdir(parents=True, exist_ok=True)
     try:

@@ -26,7 +26,7 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def render_markdown(report: dict) -> str:
-    """The report as Markdown tables, in the order of issue 7's item 3, then item 2."""
+    """The report as Markdown tables, speed first, then the cost of the bank."""
     m, p = report["machine"], report["params"]
     command = "edge bench perf" + (" --quick" if report["quick"] else "")
     out = [
@@ -43,7 +43,7 @@ def render_markdown(report: dict) -> str:
         f"bank; params evaluate every {p['eval_every']} rounds), embedder `{p['embedder']}`, {p['grpo_epochs']} "
         "GRPO epochs.",
         "",
-        "## Against the aims of issue 7",
+        "## Against the aims",
         "",
     ]
     out += _table(["aim", "measured", "met"],
@@ -165,6 +165,11 @@ def render_markdown(report: dict) -> str:
                                                           for c in costs]],
         ["Parquet snapshot", *[f"{c['snapshot_bytes'] / 1024:,.0f} KiB" for c in costs]],
     ])
+    idle = [c["round"] for c in costs if c["conditioned_steps"] == 0]
+    if idle:
+        out += [f"**Round(s) {', '.join(map(str, idle))} conditioned no step** (nothing retrieved for their tasks), so "
+                "their columns show what the bank costs when it does not take part: no experience tokens, no "
+                "distillation. Pass `--bank-run <a finished EDGE run>` for rounds that used it.", ""]
     out += ["The with-bank half of each evaluation (retrieval plus a second set of episodes) is also a cost "
             "of the bank; it is inside the evaluate stage above. A round whose tasks retrieved nothing shows no "
             "experience tokens and no distillation: `--bank-run` tabulates a whole training run.", ""]
@@ -172,7 +177,8 @@ def render_markdown(report: dict) -> str:
         run = report["bank_cost_of_run"]
         out += [f"### Over the rounds of `{run['run']}`", "",
                 f"From the run's own timing files; its bank folder holds {run['bank_folder_bytes'] / 1024:,.0f} KiB "
-                "(every version).", ""]
+                "(every version). The bank share here is retrieval plus the update-bank stage: a training run does "
+                "not time the distillation teacher apart from the update.", ""]
         out += _table(["round", "round s", "retrieval s", "synthesis s", "pruning s", "update-bank s", "bank share",
                        "conditioned steps", "experience tokens (share)", "distill samples", "active entries",
                        "snapshot KiB"],

@@ -145,7 +145,8 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int) -> dict:
     """EDGE rounds called directly; then the last round once more through the Prefect tasks of
     ``flows/edge_training.py`` in one flow run, from a copy of the run folder as it was before that round.
 
-    The earlier rounds fill the bank, so the measured round retrieves, conditions and distils. Both
+    The earlier rounds fill the bank, so the measured round can retrieve, condition and distil (whether
+    it did is in its record: ``conditioned_actions``, ``distill_samples``; the report says so). Both
     legs of the last round start from a freshly opened run folder (as a resumed run does) and their
     work is seeded by (seed, round, stage), so they do identical work and write identical rollouts:
     the difference between them is orchestration."""

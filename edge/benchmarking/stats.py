@@ -1,9 +1,14 @@
-"""The statistics the benchmark tables report: bootstrap intervals and a paired permutation test.
+"""The statistics the benchmark tables report: bootstrap intervals of means, Student-t intervals of
+paired differences and an exact paired permutation test.
 
-Seeds are few (five by default), so both are computed exactly where that is cheap and from a fixed
-random stream otherwise; the same numbers always give the same interval. With n paired seeds the
-smallest two-sided permutation p-value is 2 / 2**n (0.0625 for five seeds): a table with five seeds
-cannot reach p < 0.05 however large the difference, and says so rather than hiding it.
+Seeds are few (five by default). The bootstrap draws from a fixed random stream, so the same numbers
+always give the same interval; but a percentile bootstrap of five values can never be wider than their
+range and covers the true mean less often than it says (a mean of three values that share a sign gets
+an interval excluding zero a quarter of the time with no effect at all). The paired differences, on which
+the tables' claims rest, therefore get a Student-t interval, which widens with few seeds as it should.
+The sign-flip test is exact: with n paired seeds whose differences are not zero the smallest two-sided
+p-value is 2 / 2**n (0.0625 for five seeds; a seed whose difference is exactly zero cannot flip, so it
+does not count), and a table with five seeds cannot reach p < 0.05 however large the difference.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from dataclasses import asdict, dataclass
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over seeds with its 95% percentile-bootstrap interval."""
+    """A mean over seeds with a 95% interval (``method``: how the interval was computed)."""
 
     mean: float
     low: float
     high: float
     n: int
+    method: str = "percentile bootstrap"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -39,9 +45,23 @@ def bootstrap_mean(values: list[float], confidence: float = 0.95, resamples: int
     rng = random.Random(seed)
     means = sorted(statistics.fmean(rng.choices(values, k=n)) for _ in range(resamples))
     tail = (1 - confidence) / 2
-    low = means[int(tail * (resamples - 1))]
-    high = means[int(round((1 - tail) * (resamples - 1)))]
+    low = means[round(tail * (resamples - 1))]
+    high = means[round((1 - tail) * (resamples - 1))]
     return Estimate(mean, low, high, n)
+
+
+def t_interval_mean(values: list[float], confidence: float = 0.95) -> Estimate:
+    """Mean of ``values`` and its Student-t interval (mean +- t * sd / sqrt(n), n - 1 degrees of freedom)."""
+    from scipy.stats import t as student_t
+
+    if not values:
+        raise ValueError("t_interval_mean needs at least one value")
+    n = len(values)
+    mean = statistics.fmean(values)
+    if n == 1:
+        return Estimate(mean, mean, mean, 1, "student-t")
+    half = student_t.ppf((1 + confidence) / 2, n - 1) * statistics.stdev(values) / n ** 0.5
+    return Estimate(mean, mean - half, mean + half, n, "student-t")
 
 
 def paired_permutation_p(a: list[float], b: list[float], resamples: int = 20_000, seed: int = 0) -> float:
@@ -69,5 +89,6 @@ def paired_permutation_p(a: list[float], b: list[float], resamples: int = 20_000
 
 
 def smallest_p(n_pairs: int) -> float:
-    """The smallest two-sided p-value the exact sign-flip test can give for ``n_pairs`` pairs."""
-    return 2 / 2 ** n_pairs
+    """The smallest two-sided p-value the exact sign-flip test can give for ``n_pairs`` pairs whose
+    differences are not zero (a zero difference flips onto itself)."""
+    return min(1.0, 2 / 2 ** n_pairs)
