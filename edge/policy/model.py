@@ -151,11 +151,3 @@ def save_policy(policy: Policy, folder: Path | str) -> Path:
     policy.tokenizer.save_pretrained(folder)
     return folder
 
-
-def add_lora(policy: Policy, base_folder: Path | str) -> Policy:
-    """Wrap a saved model with a fresh LoRA adapter whose base is ``base_folder`` on disk, so that
-    the adapter reloads offline (a model built from a config has no hub id to point at)."""
-    policy.model.name_or_path = str(base_folder)
-    policy.model.config._name_or_path = str(base_folder)
-    policy.model = _apply_lora(policy.model, policy.config.lora)
-    return policy

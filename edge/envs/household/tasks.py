@@ -14,7 +14,6 @@ import zlib
 from edge.envs.base import Task
 from edge.envs.household.world import (
     OBJECT_KINDS,
-    OPENABLE,
     ROOM_RECEPTACLES,
     SURFACES,
     TOOL_FOR,
@@ -155,7 +154,3 @@ def make_task(split: str, index: int, seed: int) -> Task:
 
 def generate_tasks(split: str, n: int, seed: int) -> list[Task]:
     return [make_task(split, i, seed) for i in range(n)]
-
-
-def openable(receptacle: str) -> bool:
-    return kind_of(receptacle) in OPENABLE
