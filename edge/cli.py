@@ -502,7 +502,9 @@ def bench_perf(
     prefect: bool = typer.Option(True, help="Also run the rounds through Prefect (orchestration overhead)."),
     track: bool = typer.Option(True, help="Log the report to MLflow (experiment bench-perf)."),
     work_dir: Path = typer.Option(None, help="Keep the scratch runs and banks here (default: a removed temp folder)."),
-    rounds: int = typer.Option(None, min=1, help="EDGE rounds before the measured one, plus one (default 2)."),
+    rounds: int = typer.Option(None, min=1, help="EDGE rounds before the measured one, plus one (default 4)."),
+    pairs: int = typer.Option(None, min=1, help="Alternating direct / Prefect repetitions of the measured round "
+                                                "(default 3); the overhead is their median."),
     bank_run: Path = typer.Option(None, help="A finished EDGE run folder: also tabulate the bank's cost per round."),
 ) -> None:
     """Performance profile and cost of the bank: perf.md, perf.json and an MLflow run."""
@@ -512,7 +514,7 @@ def bench_perf(
     sizes = tuple(int(s) for s in bank_sizes.split(",")) if bank_sizes else None
     options = PerfOptions.preset(quick, params_path=params, overrides=list(set_ or []), out_dir=out_dir,
                                  bank_sizes=sizes, queries=queries, prefect=prefect, track=track, work_dir=work_dir,
-                                 rounds=rounds, bank_run=bank_run)
+                                 rounds=rounds, bank_run=bank_run, prefect_pairs=pairs)
     if bank_run is not None and not (bank_run / "round_000").is_dir():
         _fail(f"{bank_run} has no round_000: give a training run folder, e.g. runs/household-edge-s0")
     try:

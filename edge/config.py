@@ -220,7 +220,7 @@ class BankConfig(_Section):
     in_memory_search: bool = True
     """Answer retrieval from an in-memory copy of the active vectors, rebuilt when the table changes
     (< 1 ms a query at 100k entries, 4 x dim bytes per entry of memory); False queries LanceDB each time
-    (~8 ms fixed cost a query; add a vector index for very large banks)."""
+    (~6-7 ms fixed cost a query; add a vector index for very large banks)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
     eta: float = Field(0.3, gt=0, le=1)

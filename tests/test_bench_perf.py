@@ -3,6 +3,7 @@
 import json
 import math
 
+import pytest
 from typer.testing import CliRunner
 
 from edge.benchmarking.bank_cost import bank_cost_of_run
@@ -50,8 +51,11 @@ def test_quick_perf_report(tmp_path):
         update = record["update"]
         assert update["tokens"] >= 0 and update["tokens_per_second"] >= 0
     assert rounds["direct"][1]["evaluated"] and rounds["prefect"]["evaluated"]
-    assert rounds["identical_rollouts"] is True  # both legs did the same work
-    assert math.isfinite(rounds["round_overhead_ratio"])
+    assert rounds["identical_rollouts"] is True  # every leg did the same work
+    # the quick preset's two pairs, alternating which leg goes first; the overhead is their median
+    assert [p["prefect_first"] for p in rounds["pairs"]] == [False, True]
+    ratios = sorted(p["ratio"] for p in rounds["pairs"])
+    assert rounds["round_overhead_ratio"] == pytest.approx((ratios[0] + ratios[1]) / 2)
     assert positive(rounds["empty_task_run"]["p50_ms"])
     assert rounds["empty_task_run"]["p50_ms"] <= rounds["empty_task_run"]["p99_ms"]
     assert rounds["ephemeral_server_startup_seconds"] >= 0 or rounds["empty_flow_run_seconds"] > 0
@@ -82,7 +86,7 @@ def test_quick_perf_report(tmp_path):
     assert len(aims) == 5 and all(a["met"] in (True, False, None) for a in aims.values())
 
     # The per-round table of a finished run (`--bank-run`), from the files the stages wrote.
-    run_rows = bank_cost_of_run(work / "runs" / "direct" / "household-edge-s0")
+    run_rows = bank_cost_of_run(work / "runs" / "direct-0" / "household-edge-s0")
     assert [r["round"] for r in run_rows] == [0, 1]
     for row in run_rows:
         assert row["round_seconds"] > 0 and share(row["bank_share"])

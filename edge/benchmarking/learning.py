@@ -283,8 +283,9 @@ def markdown(report: dict) -> str:
         if activity:
             lines += [f"## {env}: the bank during training", "",
                       "Over seeds and rounds. Groups retrieving: share of training groups whose task retrieved any "
-                      "entry (the others are plain GRPO groups). Delta: conditioned minus plain success inside "
-                      "those groups. Distilled: share of update samples that carry the distillation term.", "",
+                      "entry (the others are plain GRPO groups). Delta: conditioned minus plain mean reward inside "
+                      "those groups (success where rewards are 0 or 1). Distilled: share of update samples that carry "
+                      "the distillation term.", "",
                       "| method | groups retrieving | mean Delta | Delta > 0 | entries added / round | "
                       "pruned / round | active at the end | distilled |", "|---|---|---|---|---|---|---|---|"]
             for method, a in activity.items():

@@ -65,8 +65,9 @@ class PerfOptions:
     """Where perf.md and perf.json go (None: write nothing)."""
     quick: bool = False
     env_episodes: int = 200
-    rounds: int = 2
-    """EDGE rounds per leg; the last one has a non-empty bank and an evaluation."""
+    rounds: int = 4
+    """EDGE rounds; the last is the measured one (with an evaluation). Four, because with the default
+    base the first rounds' tasks retrieve nothing: round 3 is the first that conditions and distils."""
     bank_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     queries: int = 100
     """Retrieval queries per (size, index) cell."""
@@ -74,6 +75,8 @@ class PerfOptions:
     empty_tasks: int = 20
     """Empty Prefect task runs timed to get the fixed cost of one task run."""
     prefect: bool = True
+    prefect_pairs: int = 3
+    """Alternating (direct, through Prefect) repetitions of the measured round; the overhead is their median."""
     track: bool = True
     """Log the report to MLflow (experiment ``bench-perf``)."""
     work_dir: Path | None = None
@@ -86,7 +89,7 @@ class PerfOptions:
         """The default sizes, or the quick ones (seconds, for tests); ``changes`` win over both."""
         if quick:
             base = cls(quick=True, env_episodes=10, bank_sizes=(200, 1_000), queries=20, minilm_queries=3,
-                       empty_tasks=5)
+                       empty_tasks=5, prefect_pairs=2, rounds=2)
         else:
             base = cls()
         return _replace(base, **changes)
@@ -146,7 +149,8 @@ def run_perf(options: PerfOptions, progress: Callable[[str], None] = print) -> d
 
         progress(f"{options.rounds} EDGE rounds called directly"
                  + (", and the last again through Prefect ..." if options.prefect else " ..."))
-        rounds = profile_rounds(params, scratch / "runs", options.prefect, options.empty_tasks)
+        rounds = profile_rounds(params, scratch / "runs", options.prefect, options.empty_tasks,
+                                options.prefect_pairs)
         report["rounds"] = rounds
         report["bank_cost"] = [bank_cost(r) for r in rounds["direct"]]
         report["memory"] = {"peak_rss_mb_after_rounds": peak_rss_mb(),

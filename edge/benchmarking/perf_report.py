@@ -94,12 +94,14 @@ def render_markdown(report: dict) -> str:
 
     out += ["## Orchestration overhead (Prefect)", ""]
     if "prefect" in rd:
-        d, f = rd["direct"][-1], rd["prefect"]
+        d = rd["direct"][-1]
+        pairs = rd["pairs"]
         out += _table(["", "value"], [
-            [f"round {d['round']} direct / through Prefect (s)",
-             f"{d['total_seconds']:.2f} / {f['total_seconds']:.2f}"],
-            ["**overhead of the round (ratio)**", _pct(rd["round_overhead_ratio"])],
-            ["by stage (s)", ", ".join(f"{k} {v:+.2f}" for k, v in rd["stage_overhead_seconds"].items())],
+            [f"round {d['round']} direct / through Prefect (s), {len(pairs)} alternating pairs",
+             ", ".join(f"{x['direct_seconds']:.2f} / {x['prefect_seconds']:.2f}" for x in pairs)],
+            ["overhead of each pair", ", ".join(f"{x['ratio']:+.1%}" for x in pairs)],
+            ["**overhead of the round (median ratio)**", _pct(rd["round_overhead_ratio"])],
+            ["by stage (s, median)", ", ".join(f"{k} {v:+.2f}" for k, v in rd["stage_overhead_seconds"].items())],
             ["one empty task run (p50 / p99 ms)",
              f"{rd['empty_task_run']['p50_ms']:.1f} / {rd['empty_task_run']['p99_ms']:.1f}"],
             ["5 empty task runs as a share of the direct round", _pct(rd["estimated_task_overhead_ratio"])],
@@ -108,9 +110,10 @@ def render_markdown(report: dict) -> str:
             ["ephemeral server startup, once per process (s)", _f(rd["ephemeral_server_startup_seconds"])],
             ["identical rollouts in both legs", str(rd["identical_rollouts"])],
         ])
-        out += ["Both legs run the same round from the same copy of the run folder in this process (direct first). "
-                "The whole-round ratio carries the machine's noise (on a loaded machine it can even come out "
-                "negative); the empty-task line is the fixed cost Prefect adds per stage.", ""]
+        out += ["Every leg runs the same round from its own copy of the run folder in this process, with the "
+                "Prefect server already up; pairs alternate which leg goes first. A single pair's ratio is mostly "
+                "the machine's noise (it can come out negative); the empty-task line is the fixed cost Prefect adds "
+                "per stage.", ""]
     else:
         out += ["Not measured (`--no-prefect`).", ""]
 

@@ -9,7 +9,6 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -141,15 +140,17 @@ def prefect_children_rss_mb() -> float:
     return total / 2**20
 
 
-def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int) -> dict:
-    """EDGE rounds called directly; then the last round once more through the Prefect tasks of
-    ``flows/edge_training.py`` in one flow run, from a copy of the run folder as it was before that round.
+def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: int = 3) -> dict:
+    """EDGE rounds called directly; then the last round again, ``pairs`` times directly and ``pairs``
+    times through the Prefect tasks of ``flows/edge_training.py`` (one flow run each), alternating which
+    leg goes first, every leg from its own copy of the run folder as it was before that round.
 
     The earlier rounds fill the bank, so the measured round can retrieve, condition and distil (whether
-    it did is in its record: ``conditioned_actions``, ``distill_samples``; the report says so). Both
-    legs of the last round start from a freshly opened run folder (as a resumed run does) and their
-    work is seeded by (seed, round, stage), so they do identical work and write identical rollouts:
-    the difference between them is orchestration."""
+    it did is in its record: ``conditioned_actions``, ``distill_samples``; the report says so). Every
+    leg starts from a freshly opened run folder (as a resumed run does) and its work is seeded by
+    (seed, round, stage), so all legs do identical work and write identical rollouts: the difference
+    between them is orchestration plus the machine's noise, which a single pair showed to be +-15% of a
+    round on 2 cores; the median of alternating pairs is what the report calls the overhead."""
     import torch
 
     from edge.config import with_overrides
@@ -159,23 +160,28 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int) -> dict:
         return with_overrides(params, [f"train.runs_dir={work / name}"])
 
     torch.manual_seed(params.seed)
-    direct_params = leg("direct")
-    run = Run.open(direct_params)
+    run = Run.open(leg("earlier"))
     if run.settings.use_bank:
         run.bank()  # as edge.train.train does: the empty table is version -1
         run.record_bank_version(-1)
     last = params.train.rounds - 1
     earlier = [run_round(run, k, STAGES) for k in range(last)]
-    prefect_params = leg("prefect")
-    if prefect:
-        target = Path(prefect_params.train.runs_dir) / run.folder.name
+
+    def copy_before_last(name: str):
+        """Parameters of a copy of the run folder as it was before the measured round."""
+        leg_params = leg(name)
+        target = Path(leg_params.train.runs_dir) / run.folder.name
         shutil.copytree(run.folder, target)
-        write_json(target / "params.json", prefect_params.model_dump(mode="json"))
-    direct = run_round(Run.open(direct_params), last, STAGES)
-    result: dict[str, Any] = {"method": params.train.method, "rounds": params.train.rounds,
-                              "direct": [*earlier, direct], "peak_rss_mb_after_direct_rounds": peak_rss_mb()}
+        write_json(target / "params.json", leg_params.model_dump(mode="json"))
+        return leg_params
+
+    def direct_leg(i: int) -> dict:
+        return run_round(Run.open(copy_before_last(f"direct-{i}")), last, STAGES)
+
     if not prefect:
-        return result
+        direct = direct_leg(0)
+        return {"method": params.train.method, "rounds": params.train.rounds, "direct": [*earlier, direct],
+                "peak_rss_mb_after_direct_rounds": peak_rss_mb()}
 
     from prefect import flow, task
 
@@ -204,6 +210,7 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int) -> dict:
 
         return run_round(Run.open(parse_params(params_dict)), k, PREFECT_STAGES)
 
+    # The server starts before any measured leg, so both kinds of leg share a machine with it running.
     started = time.perf_counter()
     empty_flow()  # the first flow run of the process starts the ephemeral API server
     first_flow = time.perf_counter() - started
@@ -212,28 +219,48 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int) -> dict:
     empty = time.perf_counter() - started
     task_seconds = empty_tasks_flow(empty_tasks)
 
-    started = time.perf_counter()
-    through_prefect = round_flow(prefect_params.model_dump(mode="json"), last)
-    flow_wall = time.perf_counter() - started
-    overhead = through_prefect["total_seconds"] - direct["total_seconds"]
-    result |= {
+    def prefect_leg(i: int) -> tuple[dict, float]:
+        leg_params = copy_before_last(f"prefect-{i}")
+        started = time.perf_counter()
+        record = round_flow(leg_params.model_dump(mode="json"), last)
+        return record, time.perf_counter() - started
+
+    directs, prefects, flow_walls = [], [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            directs.append(direct_leg(i))
+            record, wall = prefect_leg(i)
+        else:
+            record, wall = prefect_leg(i)
+            directs.append(direct_leg(i))
+        prefects.append(record)
+        flow_walls.append(wall)
+    ratios = [(f["total_seconds"] - d["total_seconds"]) / d["total_seconds"] for d, f in zip(directs, prefects)]
+    direct, through_prefect = directs[0], prefects[0]
+    return {
+        "method": params.train.method, "rounds": params.train.rounds, "direct": [*earlier, direct],
+        "peak_rss_mb_after_direct_rounds": peak_rss_mb(),
         "prefect": through_prefect,
-        "prefect_flow_wall_seconds": flow_wall,
-        "flow_run_overhead_seconds": flow_wall - through_prefect["total_seconds"],
+        "pairs": [{"direct_seconds": d["total_seconds"], "prefect_seconds": f["total_seconds"], "ratio": r,
+                   "prefect_first": i % 2 == 1} for i, (d, f, r) in enumerate(zip(directs, prefects, ratios))],
+        "prefect_flow_wall_seconds": float(np.median(flow_walls)),
+        "flow_run_overhead_seconds": float(np.median([w - f["total_seconds"] for w, f in zip(flow_walls, prefects)])),
         "ephemeral_server_startup_seconds": first_flow - empty,
         "empty_flow_run_seconds": empty,
         "empty_task_run": percentiles_ms(task_seconds),
-        "round_overhead_seconds": overhead,
-        "round_overhead_ratio": overhead / direct["total_seconds"],
-        "stage_overhead_seconds": {name: through_prefect["stages"][name] - direct["stages"][name]
+        "round_overhead_seconds": float(np.median([f["total_seconds"] - d["total_seconds"]
+                                                   for d, f in zip(directs, prefects)])),
+        "round_overhead_ratio": float(np.median(ratios)),
+        "stage_overhead_seconds": {name: float(np.median([f["stages"][name] - d["stages"][name]
+                                                          for d, f in zip(directs, prefects)]))
                                    for name in STAGE_ORDER},
         "estimated_task_overhead_ratio": (len(STAGE_ORDER) * float(np.median(task_seconds))
-                                          / direct["total_seconds"]),
-        "identical_rollouts": _same_rollouts(Path(direct["folder"]), Path(through_prefect["folder"])),
+                                          / float(np.median([d["total_seconds"] for d in directs]))),
+        "identical_rollouts": all(_same_rollouts(Path(directs[0]["folder"]), Path(x["folder"]))
+                                  for x in [*directs[1:], *prefects]),
         "prefect_server_rss_mb": prefect_children_rss_mb(),
         "peak_rss_mb_after_prefect_round": peak_rss_mb(),
     }
-    return result
 
 
 def _same_rollouts(a: Path, b: Path) -> bool:
