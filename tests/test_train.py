@@ -1,12 +1,13 @@
 """Training rounds: stage outputs, resume, and the `edge train` / `edge eval` commands."""
 
+import gc
 import json
 
 from typer.testing import CliRunner
 
 from edge.cli import app
 from edge.config import parse_params
-from edge.train import Run, train
+from edge.train import YOUNG_GC_THRESHOLD, Run, train
 
 
 def tiny_params(tmp_path, **train):
@@ -21,7 +22,13 @@ def tiny_params(tmp_path, **train):
 
 
 def test_rounds_write_their_stage_outputs(tmp_path):
-    run = train(tiny_params(tmp_path))
+    default = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        run = train(tiny_params(tmp_path))
+        assert gc.get_threshold()[0] == YOUNG_GC_THRESHOLD  # training relaxes the collector (see train.py)
+    finally:
+        gc.set_threshold(*default)
     for k in (0, 1):
         d = run.round_dir(k)
         assert (d / "rollouts.parquet").exists() and (d / "checkpoint" / "trainer_state.pt").exists()

@@ -154,11 +154,12 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: i
     import torch
 
     from edge.config import with_overrides
-    from edge.train import STAGES, Run, write_json
+    from edge.train import STAGES, Run, relax_garbage_collection, write_json
 
     def leg(name: str):
         return with_overrides(params, [f"train.runs_dir={work / name}"])
 
+    relax_garbage_collection()  # as edge.train.train does
     torch.manual_seed(params.seed)
     run = Run.open(leg("earlier"))
     if run.settings.use_bank:
