@@ -9,8 +9,9 @@ One invocation measures, in one process and against the project's own code paths
   rows, sampling, environments, bookkeeping) is overhead that a faster loop could remove;
 - training tokens per second of the GRPO update on those rollouts;
 - time per stage of EDGE rounds (collect, score, update-bank, update, evaluate) called directly, and
-  the last round again through Prefect tasks in one flow run, from the same start, so that the ratio
-  of the two is the orchestration overhead; the ephemeral server's startup is reported on its own;
+  the last round again in alternating pairs, directly and through Prefect tasks (one flow run each), each
+  leg from the same start, so that the median ratio of the pairs is the orchestration overhead; the
+  ephemeral server's startup is reported on its own;
 - peak resident memory of this process (``ru_maxrss``) after those rounds, and of Prefect's server;
 - bank retrieval latency (p50, p99) at several table sizes: LanceDB without and with an IVF_FLAT index,
   and the in-memory search training uses by default; plus the MiniLM query embedding that the real
@@ -67,7 +68,7 @@ class PerfOptions:
     env_episodes: int = 200
     rounds: int = 4
     """EDGE rounds; the last is the measured one (with an evaluation). Four, because with the default
-    base the first rounds' tasks retrieve nothing: round 3 is the first that conditions and distils."""
+    base rounds 0-1 retrieve nothing and round 2 distils nothing: round 3 is the first that does both."""
     bank_sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
     queries: int = 100
     """Retrieval queries per (size, index) cell."""

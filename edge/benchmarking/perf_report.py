@@ -170,12 +170,13 @@ def render_markdown(report: dict) -> str:
     ])
     idle = [c["round"] for c in costs if c["conditioned_steps"] == 0]
     if idle:
+        where = ("the table below covers a whole training run" if "bank_cost_of_run" in report
+                 else "pass `--bank-run <a finished EDGE run>` for a whole training run")
         out += [f"**Round(s) {', '.join(map(str, idle))} conditioned no step** (nothing retrieved for their tasks), so "
                 "their columns show what the bank costs when it does not take part: no experience tokens, no "
-                "distillation. Pass `--bank-run <a finished EDGE run>` for rounds that used it.", ""]
+                f"distillation; {where}.", ""]
     out += ["The with-bank half of each evaluation (retrieval plus a second set of episodes) is also a cost "
-            "of the bank; it is inside the evaluate stage above. A round whose tasks retrieved nothing shows no "
-            "experience tokens and no distillation: `--bank-run` tabulates a whole training run.", ""]
+            "of the bank; it is inside the evaluate stage above.", ""]
     if "bank_cost_of_run" in report:
         run = report["bank_cost_of_run"]
         out += [f"### Over the rounds of `{run['run']}`", "",

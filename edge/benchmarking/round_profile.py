@@ -1,5 +1,6 @@
-"""EDGE rounds profiled stage by stage: called directly, then the last round again through the Prefect
-tasks of ``flows/edge_training.py``, so the difference between the two legs is orchestration."""
+"""EDGE rounds profiled stage by stage: called directly, then the last round again in alternating pairs,
+directly and through the Prefect tasks of ``flows/edge_training.py``, so the difference between the two
+kinds of leg is orchestration."""
 
 from __future__ import annotations
 
@@ -183,6 +184,7 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: i
         direct = direct_leg(0)
         return {"method": params.train.method, "rounds": params.train.rounds, "direct": [*earlier, direct],
                 "peak_rss_mb_after_direct_rounds": peak_rss_mb()}
+    rss_after_direct_rounds = peak_rss_mb()  # before Prefect's client and server exist
 
     from prefect import flow, task
 
@@ -236,25 +238,30 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: i
             directs.append(direct_leg(i))
         prefects.append(record)
         flow_walls.append(wall)
-    ratios = [(f["total_seconds"] - d["total_seconds"]) / d["total_seconds"] for d, f in zip(directs, prefects)]
-    direct, through_prefect = directs[0], prefects[0]
+    legs = list(zip(directs, prefects))
+
+    def median_over_pairs(value: Callable[[dict, dict], float]) -> float:
+        return float(np.median([value(d, f) for d, f in legs]))
+
+    def ratio(d: dict, f: dict) -> float:
+        return (f["total_seconds"] - d["total_seconds"]) / d["total_seconds"]
+
     return {
-        "method": params.train.method, "rounds": params.train.rounds, "direct": [*earlier, direct],
-        "peak_rss_mb_after_direct_rounds": peak_rss_mb(),
-        "prefect": through_prefect,
-        "pairs": [{"direct_seconds": d["total_seconds"], "prefect_seconds": f["total_seconds"], "ratio": r,
-                   "prefect_first": i % 2 == 1} for i, (d, f, r) in enumerate(zip(directs, prefects, ratios))],
+        "method": params.train.method, "rounds": params.train.rounds, "direct": [*earlier, directs[0]],
+        "peak_rss_mb_after_direct_rounds": rss_after_direct_rounds,
+        "prefect": prefects[0],
+        "pairs": [{"direct_seconds": d["total_seconds"], "prefect_seconds": f["total_seconds"], "ratio": ratio(d, f),
+                   "prefect_first": i % 2 == 1} for i, (d, f) in enumerate(legs)],
         "prefect_flow_wall_seconds": float(np.median(flow_walls)),
         "flow_run_overhead_seconds": float(np.median([w - f["total_seconds"] for w, f in zip(flow_walls, prefects)])),
         "ephemeral_server_startup_seconds": first_flow - empty,
         "empty_flow_run_seconds": empty,
         "empty_task_run": percentiles_ms(task_seconds),
-        "round_overhead_seconds": float(np.median([f["total_seconds"] - d["total_seconds"]
-                                                   for d, f in zip(directs, prefects)])),
-        "round_overhead_ratio": float(np.median(ratios)),
-        "stage_overhead_seconds": {name: float(np.median([f["stages"][name] - d["stages"][name]
-                                                          for d, f in zip(directs, prefects)]))
-                                   for name in STAGE_ORDER},
+        "round_overhead_seconds": median_over_pairs(lambda d, f: f["total_seconds"] - d["total_seconds"]),
+        "round_overhead_ratio": median_over_pairs(ratio),
+        "stage_overhead_seconds": {
+            name: median_over_pairs(lambda d, f, name=name: f["stages"][name] - d["stages"][name])
+            for name in STAGE_ORDER},
         "estimated_task_overhead_ratio": (len(STAGE_ORDER) * float(np.median(task_seconds))
                                           / float(np.median([d["total_seconds"] for d in directs]))),
         "identical_rollouts": all(_same_rollouts(Path(directs[0]["folder"]), Path(x["folder"]))
