@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from edge.config import METHODS
 from edge.envs.base import SPLITS
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="EDGE: experience-scaffolded RL for LM agents.")
@@ -145,7 +146,8 @@ def warmup_cmd(
 
 @app.command("train")
 def train_cmd(
-    method: str = typer.Option(None, help="grpo | edge | edge-no-distill | edge-static-bank | edge-no-prune"),
+    method: str = typer.Option(None, help="grpo | edge | edge-no-distill | edge-static-bank | edge-no-prune | "
+                               "edge-oracle-bank | edge-random-bank (see train.method in edge/config.py)"),
     env: str = typer.Option(None, help="Environment (default: train.env)."),
     rounds: int = typer.Option(None, min=1, help="Rounds (default: train.rounds)."),
     seed: int = typer.Option(None, help="Seed (default: seed)."),
@@ -229,8 +231,8 @@ def summary_cmd(compare_file: Path = typer.Argument(Path("results/compare/compar
         table.add_row(m["method"], str(m["seed"]), pct(m.get("test_seen_base_plain")), pct(m.get("test_seen_plain")),
                       pct(m.get("test_seen_with_bank")), pct(m.get("test_seen_retention")))
     console.print(table)
-    if "edge_minus_grpo_plain" in data:
-        console.print(f"EDGE - GRPO (plain success): {data['edge_minus_grpo_plain'] * 100:+.1f} points")
+    for method, difference in data.get("minus_grpo_plain", {}).items():
+        console.print(f"{method} - GRPO (plain success): {difference * 100:+.1f} points")
     console.print("Next: `.venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/mlflow.db` (compare runs), "
                   "`.venv/bin/dvc plots show` (curves), `.venv/bin/edge bank ls --run runs/edge` (the bank).")
 
@@ -449,11 +451,12 @@ def data_prepare(params: Path = typer.Option(Path("params.yaml"), help="Project 
 @bench_app.command("learning")
 def bench_learning(
     envs: list[str] = typer.Option(["household", "shop"], "--env", help="Environment (repeat for several)."),
-    methods: list[str] = typer.Option(["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune"],
+    methods: list[str] = typer.Option(list(METHODS),
                                       "--method", help="Method (repeat for several); grpo is the baseline."),
     seeds: list[int] = typer.Option([0, 1, 2, 3, 4], "--seed", help="Seed (repeat for several)."),
     budget: float = typer.Option(1.0, min=0.01, help="Multiplies train.rounds: the rollout budget of every run."),
-    eval_episodes: int = typer.Option(400, min=1, help="Evaluation episodes per split and condition."),
+    eval_episodes: int = typer.Option(400, min=1, help="Evaluation episodes per split and condition (base, final)."),
+    intermediate_episodes: int = typer.Option(200, min=1, help="Episodes at the curve's points in between."),
     eval_every: int = typer.Option(4, min=1, help="Evaluate every this many rounds (curve points)."),
     splits: list[str] = typer.Option(["test_seen", "test_unseen"], "--split", help="Evaluation split (repeat)."),
     jobs: int = typer.Option(2, min=1, help="Runs in parallel, one torch thread each."),
@@ -464,6 +467,8 @@ def bench_learning(
     set_: list[str] = typer.Option(None, "--set", help="Override a parameter for every run."),
     track: bool = typer.Option(True, help="Log the tables and plots to MLflow (experiment bench-learning)."),
     report_only: bool = typer.Option(False, help="Train nothing; rebuild the tables from the finished runs."),
+    shared_warm_start: bool = typer.Option(False, help="One warm start for every seed (else one per seed)."),
+    bases_dir: Path = typer.Option(None, help="Where the warm starts are built and reused (default: --runs-dir)."),
 ) -> None:
     """GRPO, EDGE and its ablations over seeds: final success with 95% bootstrap intervals, paired
     differences against GRPO with permutation p-values, and success against environment steps."""
@@ -477,8 +482,10 @@ def bench_learning(
         if split not in SPLITS:
             _fail(f"--split {split!r}: valid splits are {', '.join(SPLITS)}")
     cfg = LearningBenchConfig(envs=envs, methods=methods, seeds=seeds, budget=budget, eval_episodes=eval_episodes,
+                              intermediate_episodes=intermediate_episodes,
                               splits=splits, eval_every=eval_every, jobs=jobs, params=params, runs_dir=runs_dir,
-                              out_dir=out_dir, name=name, extra=list(set_ or []), report_only=report_only)
+                              out_dir=out_dir, name=name, extra=list(set_ or []), report_only=report_only,
+                              shared_warm_start=shared_warm_start, bases_dir=bases_dir)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console) as progress:

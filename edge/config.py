@@ -171,8 +171,10 @@ class GRPOConfig(_Section):
 
     lr: float = Field(1e-3, gt=0)
     epochs: int = Field(2, ge=1)
-    minibatch_size: int = Field(256, ge=1)
-    """Steps per optimizer step."""
+    minibatches: int = Field(6, ge=1)
+    """Optimizer steps per epoch: a round's samples are split into this many nearly equal minibatches,
+    so every method takes ``epochs x minibatches`` steps per round on its N x G episodes, however long
+    they were (EDGE's distillation rides on the same samples)."""
     clip_low: float = Field(0.2, ge=0)
     clip_high: float = Field(0.28, ge=0)
     beta: float = Field(0.0, ge=0)
@@ -251,7 +253,10 @@ class EvalConfig(_Section):
     """Held-out evaluation."""
 
     episodes: int = Field(100, ge=1)
-    """Episodes per split and setting at each evaluated round."""
+    """Episodes per split and setting at the base and after the last round."""
+    intermediate_episodes: int | None = Field(None, ge=1)
+    """Episodes at the evaluation points in between (the first ones of the same tasks, so a curve's points
+    stay paired); None: ``episodes``. Cheaper curves, with the final comparison at full size."""
     splits: list[Literal["test_seen", "test_unseen"]] = Field(default_factory=lambda: ["test_seen"])
     every: int = Field(1, ge=1)
     """Evaluate every this many rounds (and always after the last)."""
@@ -267,7 +272,14 @@ class TrainConfig(_Section):
     """The training run (`edge train`)."""
 
     env: str = "household"
-    method: Literal["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune"] = "grpo"
+    method: Literal["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-oracle-bank",
+                    "edge-random-bank"] = "grpo"
+    """``grpo``: the baseline. ``edge``: the method. Ablations: ``edge-no-distill`` (lambda_d = 0),
+    ``edge-static-bank`` (synthesis in round 0 only, no pruning), ``edge-no-prune``. Controls:
+    ``edge-oracle-bank`` (every task retrieves the environment's true advice; no bank, no synthesis,
+    no pruning: the ceiling of what the scaffold can teach) and ``edge-random-bank`` (the bank co-evolves
+    as EDGE's, but a task that retrieves gets as many entries drawn at random from the active bank:
+    the floor, guidance with no relevance)."""
     rounds: int = Field(10, ge=1)
     base_checkpoint: Path | None = Path("checkpoints/base")
     """Warm-started model to start from; None starts from policy.model as loaded."""
@@ -281,21 +293,38 @@ class MethodSettings:
     """What a method name means, as parameters over the one code path."""
 
     use_bank: bool
+    """Part of each group is conditioned on experience (false: plain GRPO)."""
     rho: float
     distill_coef: float
     synthesize_after_first_round: bool
     prune: bool
+    experience: Literal["bank", "oracle", "random"] = "bank"
+    """Where the experience comes from: retrieved from the bank, the environment's true advice for
+    every task, or entries drawn at random from the bank for the tasks that retrieve."""
+
+    @property
+    def stores_bank(self) -> bool:
+        """The run keeps a LanceDB bank (credit, synthesis, pruning, snapshots)."""
+        return self.use_bank and self.experience != "oracle"
+
+
+METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-oracle-bank",
+           "edge-random-bank")
+"""Every method name, in the order tables list them."""
 
 
 def method_settings(params: EdgeParams) -> MethodSettings:
     method, bank = params.train.method, params.bank
     if method == "grpo":
         return MethodSettings(False, 0.0, 0.0, False, False)
+    if method == "edge-oracle-bank":
+        return MethodSettings(True, bank.rho, params.distill.coef, False, False, experience="oracle")
     return MethodSettings(
         use_bank=True, rho=bank.rho,
         distill_coef=0.0 if method == "edge-no-distill" else params.distill.coef,
         synthesize_after_first_round=method != "edge-static-bank",
         prune=method not in ("edge-no-prune", "edge-static-bank"),
+        experience="random" if method == "edge-random-bank" else "bank",
     )
 
 

@@ -6,8 +6,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-import torch
-
 from edge.envs.base import Task
 from edge.policy.actor import Actor
 from edge.rollout import Experience, Trajectory, rollout
@@ -27,6 +25,9 @@ class EvalResult:
     success_by_type: dict[str, float]
     """Success per task type, as ALFWorld papers report it (Pick, Look, Clean, Heat, Cool, Pick Two)."""
     episodes_by_type: dict[str, int] = field(default_factory=dict)
+    won_by_task: dict[str, bool] = field(default_factory=dict)
+    """Each task's outcome, by task id: two evaluations with the same seed pair task by task."""
+    score_by_task: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -44,6 +45,8 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
         mean_steps=steps / n, invalid_rate=sum(t.invalid_actions for t in trajectories) / max(steps, 1),
         success_by_type={k: sum(v) / len(v) for k, v in sorted(by_type.items())},
         episodes_by_type={k: len(v) for k, v in sorted(by_type.items())},
+        won_by_task={t.task.task_id: t.won for t in trajectories},
+        score_by_task={t.task.task_id: t.score for t in trajectories},
     )
 
 
@@ -52,15 +55,17 @@ def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
              retrieve_step: Callable[[Task, str], Experience | None] | None = None,
              greedy: bool = False, chunk: int = 64, progress=None) -> EvalResult:
     """One episode per task; with ``experience_for`` every episode is conditioned on what it returns
-    (and, with ``retrieve_step``, on what is retrieved again after each step; see ``rollout``)."""
-    generator = torch.Generator().manual_seed(seed)
+    (and, with ``retrieve_step``, on what is retrieved again after each step; see ``rollout``).
+
+    Each task's episode has its own stream from (``seed``, task id): evaluations with the same seed
+    are paired task by task, and a task with no experience replays its plain episode exactly."""
     trajectories: list[Trajectory] = []
     for start in range(0, len(tasks), chunk):
         part = tasks[start:start + chunk]
         experiences = None
         if experience_for is not None:
             experiences = {t.task_id: e for t in part if (e := experience_for(t)) is not None}
-        trajectories += rollout(actor, part, 1, generator, experiences=experiences, conditioned_per_group=1,
+        trajectories += rollout(actor, part, 1, seed, experiences=experiences, conditioned_per_group=1,
                                 retrieve_step=retrieve_step, greedy=greedy, progress=progress)
     return summarise(trajectories)
 

@@ -101,6 +101,16 @@ def true_advice(task: Task) -> list[str]:
     return []
 
 
+ORACLE_ENVS = frozenset({"household"}) | STORE_ENVS
+"""Environments for which ``true_advice`` knows the regularities (the oracle control needs one)."""
+
+
+def require_oracle(env: str) -> None:
+    if env not in ORACLE_ENVS:
+        raise ValueError(f"environment {env!r} has no oracle advice (edge.guidance.true_advice knows "
+                         f"{', '.join(sorted(ORACLE_ENVS))}): the method edge-oracle-bank cannot run on it")
+
+
 def advised_receptacle_kinds(advice: list[str]) -> list[str]:
     """Read back the receptacle kinds a ``find_in`` entry names (used by the advised demonstrator)."""
     for text in advice:

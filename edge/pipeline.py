@@ -56,6 +56,9 @@ def format_round(k: int, s: dict, run: Run) -> list[str]:
             lines.append(f"  + {a['id']} [{a['signature']}] {a['text']}  from {', '.join(a['provenance'][:3])}{more}")
         for p in changes["pruned"]:
             lines.append(f"  - {p['id']} pruned ({p['reason']}, utility {p['utility']:+.3f}, {p['uses']} uses)")
+    elif run.settings.use_bank:  # the oracle control: experience without a bank
+        lines.append(f"  Delta mean {s['delta_mean']:+.3f}, Delta>0 in {s['delta_positive_share']:.0%} of the "
+                     f"{s['retrieval_hit_rate']:.0%} of groups that retrieved; distill KL {s.get('distill_kl', 0):.4f}")
     return lines
 
 
@@ -102,9 +105,12 @@ def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
             for r in rows if r.get("eval_test_seen_plain") is not None]
     by_method = {m["method"]: m for m in table}
     summary = {"runs": table}
-    if "edge" in by_method and "grpo" in by_method:
-        summary["edge_minus_grpo_plain"] = by_method["edge"]["test_seen_plain"] - by_method["grpo"]["test_seen_plain"]
+    if "grpo" in by_method:
+        summary["minus_grpo_plain"] = {m: r["test_seen_plain"] - by_method["grpo"]["test_seen_plain"]
+                                       for m, r in by_method.items() if m != "grpo"}
+        if "edge" in by_method:
+            summary["edge_minus_grpo_plain"] = summary["minus_grpo_plain"]["edge"]
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "compare.json", summary)
-    compare_plot(curves, out_dir / "compare.png", "EDGE vs GRPO (test_seen)")
+    compare_plot(curves, out_dir / "compare.png", "methods against GRPO (test_seen)")
     return summary

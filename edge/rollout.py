@@ -8,10 +8,16 @@ entries each trajectory saw is recorded, because EDGE's credit and distillation 
 
 Every step is a training sample of its own (its prompt, the action's tokens, old log-probs), with
 the episode's reward attached, verl-agent style. Rollouts serialise to Parquet (one row per step).
+
+Every episode draws from its own random stream, seeded from the stage's seed, the task id and the
+group member (``episode_generator``): the same policy on the same task and member replays exactly,
+whichever other episodes are stepped beside it, so plain and scaffolded evaluations, two rounds and
+two methods are compared on common random numbers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,19 +80,30 @@ class Trajectory:
                           self.history_before(index), experience)
 
 
-def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.Generator, *,
+def episode_seed(seed: int, task_id: str, member: int) -> int:
+    """The seed of one episode's stream: a hash of (stage seed, task id, member), 63 bits."""
+    digest = hashlib.blake2b(f"{seed}|{task_id}|{member}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & (2**63 - 1)
+
+
+def episode_generator(seed: int, task_id: str, member: int) -> torch.Generator:
+    return torch.Generator().manual_seed(episode_seed(seed, task_id, member))
+
+
+def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
             experiences: dict[str, Experience] | None = None, conditioned_per_group: int = 0,
             retrieve_step: Callable[[Task, str], Experience | None] | None = None,
             greedy: bool = False, max_steps: int | None = None, progress=None) -> list[Trajectory]:
     """Roll out ``group_size`` trajectories per task; the first ``conditioned_per_group`` members of
     a task's group see its experience when ``experiences`` has one for it, the rest are plain.
+    ``seed`` (the stage's) seeds every episode's own stream, with its task id and member.
 
     With ``retrieve_step``, a conditioned trajectory's block is retrieved again after every step
     from the new observation (keeping the previous block when nothing is found), and every entry
     it saw is recorded in its ``experience.entry_ids``."""
     experiences = experiences or {}
     trajectories: list[Trajectory] = []
-    envs, states = [], []
+    envs, states, generators = [], [], []
     kwargs = {"max_steps": max_steps} if max_steps else {}
     for task, (group_envs, resets) in zip(tasks, make_groups(tasks, group_size, **kwargs)):
         exp = experiences.get(task.task_id)
@@ -96,12 +113,13 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, generator: torch.G
             traj = Trajectory(f"{task.task_id}/m{member}", task, task.task_id, member, conditioned, own)
             trajectories.append(traj)
             envs.append(env)
+            generators.append(episode_generator(seed, task.task_id, member))
             states.append(AgentState(task.instruction, first.observation, first.admissible_actions,
                                      [], exp.text if conditioned else None))
     active = list(range(len(trajectories)))
     history_steps = actor.cfg.history_steps
     while active:
-        decisions = actor.act([states[i] for i in active], generator, greedy=greedy)
+        decisions = actor.act([states[i] for i in active], [generators[i] for i in active], greedy=greedy)
         results = step_all([envs[i] for i in active], [d.action for d in decisions])
         still = []
         for i, decision, result in zip(active, decisions, results):

@@ -38,7 +38,7 @@ from edge.algorithms.contribution import (
     group_contributions,
     summary,
 )
-from edge.algorithms.distill import distill_samples, make_distill_loss
+from edge.algorithms.distill import attach, distill_samples, make_distill_loss
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
@@ -46,9 +46,11 @@ from edge.envs.registry import generate_tasks
 from edge.evaluate import evaluate, retention
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
-from edge.rollout import Experience, read_rollouts, rollout, write_rollouts
+from edge.rollout import Experience, episode_seed, read_rollouts, rollout, write_rollouts
 
 STAGE_SALT = {"collect": 1, "update": 2, "evaluate": 3}
+ORACLE_ENTRY = "oracle"
+"""The entry id recorded for the oracle control's advice (there is no bank entry behind it)."""
 
 
 def stage_seed(seed: int, round_index: int, stage: str) -> int:
@@ -105,19 +107,28 @@ class Run:
         versions[k] = self.bank().version()
         write_json(self.folder / "bank_versions.json", {str(r): v for r, v in sorted(versions.items())})
 
-    def experience_for(self, task: Task) -> Experience | None:
-        """Retrieve E(x): the top-k active entries similar enough to the task, or None."""
-        from edge.bank.retrieval import retrieve_experience
+    def experience_for(self, task: Task, stream: int = 0) -> Experience | None:
+        """E(x): the top-k active entries similar enough to the task, or None. Controls: the
+        environment's true advice (``edge-oracle-bank``), or as many entries as retrieval found drawn at
+        random from the active bank, from a stream of (``stream``, task id) (``edge-random-bank``)."""
+        from edge.guidance import experience_block, true_advice
+
+        source = self.settings.experience
+        if source == "oracle":
+            return Experience(experience_block(true_advice(task)), [ORACLE_ENTRY])
+        from edge.bank.retrieval import random_entries, retrieve_experience
 
         cfg = self.params.bank
         found = retrieve_experience(self.bank(), task.instruction, task.task_type, cfg.top_k,
                                     cfg.similarity_threshold, cfg.key_must_match)
+        if found and source == "random":
+            found = random_entries(self.bank(), len(found[1]), random.Random(episode_seed(stream, task.task_id, 0)))
         return Experience(*found) if found else None
 
     def step_retriever(self):
         """With ``bank.per_step``, the per-step re-retrieval the rollout calls; else None."""
         cfg = self.params.bank
-        if not (self.settings.use_bank and cfg.per_step):
+        if not (self.settings.use_bank and self.settings.experience == "bank" and cfg.per_step):
             return None
         from edge.bank.retrieval import retrieve_experience
 
@@ -131,6 +142,10 @@ class Run:
     @classmethod
     def open(cls, params: EdgeParams) -> Run:
         cfg = params.train
+        if method_settings(params).experience == "oracle":
+            from edge.guidance import require_oracle
+
+            require_oracle(cfg.env)  # before the run folder exists: a corrected command starts clean
         name = cfg.run_name or f"{cfg.env}-{cfg.method}-s{params.seed}"
         folder = Path(cfg.runs_dir) / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -189,14 +204,17 @@ class Run:
         rng = random.Random(stage_seed(cfg.seed, k, "collect"))
         return rng.sample(pool, min(cfg.rollout.tasks_per_round, len(pool)))
 
-    def eval_tasks(self, split: str) -> list[Task]:
-        # The same tasks for every round and method: comparisons are paired. Made once per process
-        # (plain and with-bank evaluation both need them; ALFWorld and WebShop read files to make them).
+    def eval_tasks(self, split: str, episodes: int | None = None) -> list[Task]:
+        """The first ``episodes`` (default ``eval.episodes``) evaluation tasks of ``split``.
+
+        The same tasks for every round and method: comparisons are paired. Made once per process
+        (plain and with-bank evaluation both need them; ALFWorld and WebShop read files to make them);
+        fewer episodes are a prefix of the same list."""
         key = (split, self.params.eval.episodes)
         if key not in self._eval_tasks:
             self._eval_tasks[key] = generate_tasks(self.params.train.env, split, self.params.eval.episodes,
                                                    self.params.seed)
-        return self._eval_tasks[key]
+        return self._eval_tasks[key][:episodes]
 
 
 # ----- stages --------------------------------------------------------------------------------
@@ -208,14 +226,15 @@ def collect_stage(run: Run, k: int) -> Path:
     policy, _ = run.policy_for(k)
     cfg = run.params.rollout
     tasks = run.round_tasks(k)
-    generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "collect"))
     experiences, conditioned = None, 0
     retrieval_started = time.perf_counter()
     if run.settings.use_bank:
-        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t)) is not None}
+        stream = stage_seed(run.params.seed, k, "collect")
+        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
         conditioned = round(run.settings.rho * cfg.group_size)
     retrieval_seconds = time.perf_counter() - retrieval_started
-    trajectories = rollout(Actor(policy), tasks, cfg.group_size, generator, experiences=experiences,
+    trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
+                           experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
                            max_steps=cfg.max_steps)
     # Timings go to disk before the completion marker, so a resumed run still reports them.
@@ -247,8 +266,9 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     """Credit the entries this round's groups saw, synthesize guidance for new failure modes, prune.
 
     Idempotent: the live table is first restored to the version recorded after round k-1, so a
-    re-run after a crash in the middle of this stage neither duplicates nor loses entries."""
-    if not run.settings.use_bank:
+    re-run after a crash in the middle of this stage neither duplicates nor loses entries. Nothing for
+    methods without a stored bank (GRPO, the oracle control)."""
+    if not run.settings.stores_bank:
         return None
     out = run.round_dir(k) / "bank_changes.json"
     if out.exists():
@@ -355,23 +375,26 @@ def update_stage(run: Run, k: int) -> Path:
     trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
     g = run.params.grpo
     samples, group_stats = grpo_samples(trajectories, g.std_normalize)
-    update_cfg = UpdateConfig(g.lr, g.epochs, g.minibatch_size, g.clip_low, g.clip_high, g.beta, g.loss_agg,
+    update_cfg = UpdateConfig(g.lr, g.epochs, g.minibatches, g.clip_low, g.clip_high, g.beta, g.loss_agg,
                               g.max_grad_norm)
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "update"))
     actor = Actor(policy)
-    extra_loss, n_distill = None, 0
+    extra_loss, n_distill, n_distill_only = None, 0, 0
     if run.settings.distill_coef > 0:
         # Teacher log-probs come from the weights that collected the rollouts, frozen for the update.
         distill = distill_samples(actor, trajectories, read_contributions(run, k), run.params.distill.estimator)
         n_distill = len(distill)
         if distill:
-            samples = samples + distill
+            # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
+            samples, n_distill_only = attach(samples, distill)
             extra_loss = make_distill_loss(run.settings.distill_coef, run.params.distill.estimator)
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
-              "distill_kl": 0.0, "grad_norm": 0.0}
+              "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
     if samples:
         losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss)
+    # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).
+    losses["distill_kl"] = losses["distill_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
     # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.
     tmp = out.with_name("checkpoint.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -388,6 +411,7 @@ def update_stage(run: Run, k: int) -> Path:
         "train_success_plain": sum(t.won for t in plain) / max(len(plain), 1),
         "train_success_conditioned": sum(t.won for t in conditioned) / len(conditioned) if conditioned else None,
         "distill_samples": n_distill,
+        "distill_only_samples": n_distill_only,
         "experience_tokens": sum(len(s.decision.prompt_ids) for t in conditioned for s in t.steps)
         - sum(len(actor.builder.prompt_ids(t.state_at(i))) for t in conditioned for i in range(len(t.steps))),
         "train_reward": sum(t.reward for t in trajectories) / len(trajectories),
@@ -405,24 +429,27 @@ def update_stage(run: Run, k: int) -> Path:
     return out
 
 
-def plain_evaluation(run: Run, actor: Actor, seed: int, progress=None) -> dict[str, dict]:
+def plain_evaluation(run: Run, actor: Actor, seed: int, progress=None, episodes: int | None = None
+                     ) -> dict[str, dict]:
     """Every configured split without experience."""
     cfg = run.params.eval
-    return {split: evaluate(actor, run.eval_tasks(split), seed, greedy=cfg.greedy, progress=progress).to_dict()
+    return {split: evaluate(actor, run.eval_tasks(split, episodes), seed, greedy=cfg.greedy,
+                            progress=progress).to_dict()
             for split in cfg.splits}
 
 
-def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None, plain: dict | None = None) -> dict:
-    """Every configured split, plain and (for bank methods) with the bank, plus retention.
-    ``plain``: the plain results per split, when they are already known."""
+def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None, plain: dict | None = None,
+                    episodes: int | None = None) -> dict:
+    """Every configured split, plain and (for bank methods) with the bank, plus retention, on the first
+    ``episodes`` tasks (default all). ``plain``: the plain results per split, when already known."""
     cfg = run.params.eval
-    plain = plain or plain_evaluation(run, actor, seed, progress)
+    plain = plain or plain_evaluation(run, actor, seed, progress, episodes)
     result = {}
     for split in cfg.splits:
         result[split] = {"plain": plain[split]}
         if run.settings.use_bank:
-            tasks = run.eval_tasks(split)
-            experiences = {t.task_id: run.experience_for(t) for t in tasks}
+            tasks = run.eval_tasks(split, episodes)
+            experiences = {t.task_id: run.experience_for(t, seed) for t in tasks}
             if any(experiences.values()):
                 scaffold = evaluate(actor, tasks, seed, experience_for=lambda t, e=experiences: e[t.task_id],
                                     retrieve_step=run.step_retriever(), greedy=cfg.greedy,
@@ -444,12 +471,14 @@ def evaluate_stage(run: Run, k: int, force: bool = False) -> Path | None:
         return out if out.exists() else None
     started = time.perf_counter()
     policy, _ = run.policy_for(k + 1)
-    if run.settings.use_bank:
+    if run.settings.stores_bank:
         version = run.bank_versions().get(k)
         if version is not None and run.bank().version() != version:
             raise RuntimeError(f"bank is at version {run.bank().version()}, round {k} ended at {version}: "
                                "evaluate rounds in order")
-    result = {"round": k, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, k, "evaluate"))}
+    episodes = None if last else cfg.intermediate_episodes
+    result = {"round": k, **evaluate_policy(run, Actor(policy), stage_seed(run.params.seed, k, "evaluate"),
+                                            episodes=episodes)}
     result["eval_seconds"] = time.perf_counter() - started
     write_json(out, result)
     return out
@@ -548,7 +577,7 @@ def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None 
     run = Run.open(params)
     started = time.perf_counter()
     try:
-        if run.settings.use_bank and -1 not in run.bank_versions():
+        if run.settings.stores_bank and -1 not in run.bank_versions():
             run.bank()  # create the empty table
             run.record_bank_version(-1)
         baseline_eval(run, progress)

@@ -63,4 +63,6 @@ DEPLOYMENTS = {
     "edge-no-distill": {"method": "edge-no-distill"},
     "edge-static-bank": {"method": "edge-static-bank"},
     "edge-no-prune": {"method": "edge-no-prune"},
+    "edge-oracle-bank": {"method": "edge-oracle-bank"},
+    "edge-random-bank": {"method": "edge-random-bank"},
 }

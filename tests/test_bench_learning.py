@@ -55,6 +55,7 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
             "warmup.epochs=1", "warmup.eval_episodes=0", "rollout.tasks_per_round=2", "rollout.group_size=2",
             "rollout.max_steps=6", "grpo.epochs=1", "bank.embedder=hash", "bank.similarity_threshold=0.05"]
     args = ["bench", "learning", "--env", "household", "--method", "grpo", "--method", "edge",
+            "--method", "edge-oracle-bank",
             "--seed", "0", "--seed", "1", "--budget", "0.125", "--eval-episodes", "3", "--eval-every", "1",
             "--jobs", "2", "--runs-dir", str(tmp_path / "runs"), "--out-dir", str(tmp_path / "results"),
             "--name", "toy", "--no-track", *sum((["--set", s] for s in tiny), [])]
@@ -63,7 +64,14 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
     report = json.loads((tmp_path / "results" / "toy.json").read_text())
     assert report["rounds"] == 1  # 8 rounds x 0.125
     runs = report["runs"]["household"]
-    assert set(runs) == {"grpo", "edge"} and set(runs["edge"]) == {"0", "1"}
+    assert set(runs) == {"grpo", "edge", "edge-oracle-bank"} and set(runs["edge"]) == {"0", "1"}
+    # each seed warm-started its own base (its own seed), and every method of the seed started from it
+    assert sorted(p.name for p in (tmp_path / "runs").glob("base-household-s*")) == ["base-household-s0",
+                                                                                     "base-household-s1"]
+    for method in runs:
+        for seed in ("0", "1"):
+            params = json.loads((tmp_path / "runs" / f"household-{method}-s{seed}" / "params.json").read_text())
+            assert params["train"]["base_checkpoint"].endswith(f"base-household-s{seed}")
     for by_seed in runs.values():
         for run in by_seed.values():
             # the base, then round 0 after its 2 x 2 episodes of at most 6 steps
@@ -84,6 +92,13 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
         # retention is undefined (and left out) when no seed succeeded with the bank
         assert ("retention" in edge) == any(runs["edge"][s]["final"][f"{split}_with_bank"] > 0 for s in ("0", "1"))
         assert "with_bank" not in table["grpo"][split] and "minus_grpo" not in table["grpo"][split]
+        # with bank - plain, paired task by task within each seed (3 tasks), then over seeds
+        for method in ("edge", "edge-oracle-bank"):
+            within = table[method][split]["with_bank_minus_plain"]
+            assert set(within["per_seed_tasks"]) == {"0", "1"}
+            for seed, est in within["per_seed_tasks"].items():
+                assert est["n"] == 3 and est["mean"] == pytest.approx(within["per_seed"][seed])
+        assert set(edge["minus_grpo"]["per_seed_tasks"]) == {"0", "1"}
         diffs = [runs["edge"][s]["final"][f"{split}_plain"] - runs["grpo"][s]["final"][f"{split}_plain"]
                  for s in ("0", "1")]
         assert edge["minus_grpo"]["mean"] == pytest.approx(sum(diffs) / 2)
@@ -97,6 +112,10 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
         "summary"]["retrieval_hit_rate"] for s in (0, 1)]
     assert activity["hit_rate"] == pytest.approx(sum(hit_rates) / 2)
     assert 0 <= activity["distilled_share"] <= 1 and "household: the bank during training" in markdown
+    # the oracle control retrieves for every group and keeps no bank
+    oracle = report["bank_activity"]["household"]["edge-oracle-bank"]
+    assert oracle["hit_rate"] == 1.0 and oracle["final_size_active"] is None
+    assert "### household / edge-oracle-bank: the scaffold round by round" in markdown
     assert (tmp_path / "results" / "toy_household_test_seen.png").stat().st_size > 0
     # --report-only trains nothing and rebuilds the same tables from the finished runs ...
     again = CliRunner().invoke(app, [*args, "--report-only"])
@@ -123,8 +142,9 @@ def test_a_failed_run_stops_the_queue(tmp_path):
 
     cfg = LearningBenchConfig(envs=["household"], methods=["grpo"], seeds=[0, 1, 2], jobs=1, eval_episodes=0,
                               runs_dir=tmp_path / "runs", out_dir=tmp_path / "results")  # 0 episodes: invalid
-    (tmp_path / "runs" / "base-household").mkdir(parents=True)
-    (tmp_path / "runs" / "base-household" / "warmup.json").write_text("{}")  # no warm start needed to fail
+    for seed in (0, 1, 2):  # one warm start per seed; none needs building to fail
+        (tmp_path / "runs" / f"base-household-s{seed}").mkdir(parents=True)
+        (tmp_path / "runs" / f"base-household-s{seed}" / "warmup.json").write_text("{}")
     with pytest.raises(RuntimeError, match="household-grpo-s0 failed"):
         run_benchmark(cfg, track=False)
     assert sorted(p.name for p in (tmp_path / "runs" / "logs").iterdir()) == ["household-grpo-s0.log"]

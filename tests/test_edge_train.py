@@ -16,7 +16,7 @@ def edge_params(tmp_path, method="edge", rounds=3, **extra):
     return parse_params({
         "seed": 3, "data": {"train_tasks": 3},  # the same 3 tasks every round: their entries come back
         "rollout": {"tasks_per_round": 3, "group_size": 4, "max_steps": 8},
-        "grpo": {"epochs": 1, "minibatch_size": 64}, "eval": {"episodes": 4},
+        "grpo": {"epochs": 1, "minibatches": 2}, "eval": {"episodes": 4},
         "bank": {"embedder": "hash", "similarity_threshold": 0.05}, **extra,
         "train": {"method": method, "rounds": rounds, "base_checkpoint": None, "runs_dir": str(tmp_path / "runs")},
     })
@@ -103,7 +103,6 @@ def test_bank_audit_commands(tmp_path):
 
 
 def test_per_step_re_retrieval_changes_the_block_and_records_every_entry_seen(tmp_path):
-    import torch
 
     from edge.config import PolicyConfig
     from edge.envs.registry import generate_tasks
@@ -121,7 +120,7 @@ def test_per_step_re_retrieval_changes_the_block_and_records_every_entry_seen(tm
         return Experience(f"try : step {len(calls)} .", [f"e{len(calls) % 3}"])
 
     first = {t.task_id: Experience("try : look for x in y .", ["e-first"]) for t in tasks}
-    trajectories = rollout(actor, tasks, 3, torch.Generator().manual_seed(0), experiences=first,
+    trajectories = rollout(actor, tasks, 3, 0, experiences=first,
                            conditioned_per_group=1, retrieve_step=retrieve_step, max_steps=4)
     conditioned = [t for t in trajectories if t.conditioned]
     plain = [t for t in trajectories if not t.conditioned]

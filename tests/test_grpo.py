@@ -59,7 +59,7 @@ def test_loss_aggregation_weights():
 
 def small_rollout(actor, n_tasks=2, group=4, seed=0):
     tasks = generate_tasks("train", n_tasks, seed=seed)
-    return rollout(actor, tasks, group, torch.Generator().manual_seed(seed), max_steps=6)
+    return rollout(actor, tasks, group, seed, max_steps=6)
 
 
 def test_rollout_groups_record_steps_and_round_trip_through_parquet(tmp_path):
@@ -89,7 +89,7 @@ def test_one_update_changes_parameters_and_kl_starts_at_zero():
     assert all(torch.equal(k3_kl(lp, torch.tensor(s.ref_logp)), torch.zeros_like(lp)) for lp, s in zip(now, samples))
     before = [p.detach().clone() for p in actor.policy.model.parameters()]
     optimizer = torch.optim.AdamW(actor.policy.model.parameters(), lr=1e-3)
-    cfg = UpdateConfig(lr=1e-3, epochs=1, minibatch_size=64, clip_low=0.2, clip_high=0.28, beta=0.1,
+    cfg = UpdateConfig(lr=1e-3, epochs=1, minibatches=1, clip_low=0.2, clip_high=0.28, beta=0.1,
                        loss_agg="episode-mean", max_grad_norm=1.0)
     metrics = policy_update(actor, optimizer, samples, cfg, torch.Generator().manual_seed(0))
     after = list(actor.policy.model.parameters())

@@ -37,7 +37,7 @@ def test_local_model_trains_in_generate_mode_with_lora_and_adapter_reloads(tmp_p
     actor = Actor(policy)
     assert actor.builder.chat  # the chat template wraps the prompt
     tasks = generate_tasks("train", 2, seed=0)
-    trajs = rollout(actor, tasks, 3, torch.Generator().manual_seed(0), max_steps=3)
+    trajs = rollout(actor, tasks, 3, 0, max_steps=3)
     assert all(len(t.steps) == 3 for t in trajs)
     # An untrained model mostly emits no <action> tag: invalid, counted, penalised, never raised.
     assert sum(t.invalid_actions for t in trajs) > 0
@@ -49,7 +49,7 @@ def test_local_model_trains_in_generate_mode_with_lora_and_adapter_reloads(tmp_p
     lora_before = {n: p.detach().clone() for n, p in policy.model.named_parameters() if p.requires_grad}
     frozen_before = {n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad}
     optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad], lr=1e-2)
-    update = UpdateConfig(lr=1e-2, epochs=1, minibatch_size=64, clip_low=0.2, clip_high=0.28, beta=0.05,
+    update = UpdateConfig(lr=1e-2, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.05,
                           loss_agg="token-mean", max_grad_norm=1.0)
     metrics = policy_update(actor, optimizer, samples, update, torch.Generator().manual_seed(0))
     assert metrics["grad_norm"] > 0

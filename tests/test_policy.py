@@ -4,7 +4,7 @@ import torch
 
 from edge.config import PolicyConfig
 from edge.envs.household import generate_tasks, make_env
-from edge.policy.actor import Actor, parse_action
+from edge.policy.actor import Actor, draw, parse_action, uniforms
 from edge.policy.model import load_policy, save_policy
 from edge.policy.prompt import AgentState, PromptBuilder, PromptTooLong
 
@@ -70,11 +70,14 @@ def test_micro_batches_of_mixed_lengths_return_each_row_in_input_order():
 def test_act_samples_admissible_actions_reproducibly():
     actor = tiny_actor()
     states = [household_state()] * 6
-    a = actor.act(states, torch.Generator().manual_seed(1))
-    b = actor.act(states, torch.Generator().manual_seed(1))
+    a = actor.act(states, [torch.Generator().manual_seed(i) for i in range(6)])
+    b = actor.act(states, [torch.Generator().manual_seed(i) for i in range(6)])
     assert [d.action for d in a] == [d.action for d in b]
     assert all(d.action in states[0].admissible and d.chosen == states[0].admissible.index(d.action) for d in a)
-    greedy = actor.act(states[:1], torch.Generator().manual_seed(5), greedy=True)[0]
+    # A state's choice depends on its own stream only, not on the batch it is in.
+    alone = actor.act(states[3:4], [torch.Generator().manual_seed(3)])[0]
+    assert alone.action == a[3].action
+    greedy = actor.act(states[:1], [torch.Generator().manual_seed(5)], greedy=True)[0]
     logp = actor.action_logprobs([greedy.prompt_ids], [greedy.candidate_ids])[0]
     assert greedy.chosen == int(torch.argmax(logp))
 
@@ -113,3 +116,36 @@ def test_parse_action_matches_admissible_spelling_insensitively():
     assert parse_action("<action>Go to fridge 1</action> extra", admissible) == (admissible[0], 0)
     assert parse_action("<action>fly</action>", admissible) == ("fly", -1)
     assert parse_action("go to fridge 1", admissible) == ("go to fridge 1", -1)  # no tags: invalid
+
+
+def test_inverse_cdf_draw_follows_the_distribution_and_never_picks_impossible_actions():
+    probs = torch.tensor([[0.0, 0.25, 0.0, 0.75]])
+    generator = torch.Generator().manual_seed(0)
+    picks = [int(draw(probs, uniforms([generator]))[0]) for _ in range(4000)]
+    assert set(picks) == {1, 3}
+    assert abs(picks.count(3) / len(picks) - 0.75) < 0.03
+    # The same uniform number picks the same action from two close distributions (common random numbers).
+    near = torch.tensor([[0.0, 0.26, 0.0, 0.74]])
+    u = torch.tensor([0.5], dtype=torch.float64)
+    assert int(draw(probs, u)[0]) == int(draw(near, u)[0]) == 3
+
+
+def test_generate_mode_samples_per_row_streams_and_greedy_matches_transformers_generate():
+    policy = load_policy(PolicyConfig(mode="generate", max_new_tokens=6), seed=0, envs=["household"])
+    actor = Actor(policy)
+    state = household_state()
+    prompts = [actor.builder.prompt_ids(state), actor.builder.prompt_ids(state)[:-3]]
+    gens = lambda: [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]  # noqa: E731
+    both = actor.generate(prompts, gens(), greedy=False)
+    assert both == actor.generate(prompts, gens(), greedy=False)
+    # Row 1 alone, from its own stream, samples what it sampled beside row 0 (left padding and the
+    # KV cache change nothing).
+    assert actor.generate(prompts[1:], gens()[1:], greedy=False)[0] == both[1]
+    greedy = actor.generate(prompts[:1], gens()[:1], greedy=True)[0]
+    ids = torch.tensor([prompts[0]])
+    with torch.inference_mode():
+        reference = policy.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                          max_new_tokens=6, pad_token_id=actor.pad_id,
+                                          eos_token_id=policy.tokenizer.eos_token_id)[0, ids.shape[1]:].tolist()
+    eos = policy.tokenizer.eos_token_id
+    assert greedy == (reference[: reference.index(eos) + 1] if eos in reference else reference)

@@ -15,7 +15,7 @@ def tiny_params(tmp_path, **train):
         "seed": 3,
         "data": {"train_tasks": 20},
         "rollout": {"tasks_per_round": 2, "group_size": 3, "max_steps": 5},
-        "grpo": {"epochs": 1, "minibatch_size": 32},
+        "grpo": {"epochs": 1, "minibatches": 2},
         "eval": {"episodes": 4},
         "train": {"rounds": 2, "base_checkpoint": None, "runs_dir": str(tmp_path / "runs"), **train},
     })

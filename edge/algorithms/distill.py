@@ -1,11 +1,17 @@
 """Reverse-KL distillation of the experience-conditioned teacher into the plain student.
 
-    L_distill = sum_s c(x_s) * KL( pi_theta(.|s) || pi_T(.|s, E(x_s)) ) / |S|
+    L_distill = sum_s w_s c(x_s) KL( pi_theta(.|s) || pi_T(.|s, E(x_s)) ) / sum_s' w_s'
 
 States ``s`` are the student's own: every step of the *plain* trajectories of tasks whose
 experience helped (c(x) > 0). The teacher is the same network with E(x) in its prompt, evaluated
 once before the update and frozen (stop-gradient). Reverse KL is mode-seeking: it only reshapes
 mass on actions the student takes, which is why only helpful guidance is distilled.
+
+The distillation term rides on the policy-gradient samples of the same states (``attach``): a
+state that carries both terms is one sample, so EDGE takes the same optimizer steps on the same
+minibatches as GRPO, and both terms are averaged with the update's unit weights ``w_s`` over the
+same minibatch (``grpo.policy_update``). In generate mode the sampled KL has one unit per token,
+weighted like the PG term's tokens.
 
 Two estimators:
 - ``sampled``: on the action the student sampled, ``log pi_theta(a|s) - log pi_T(a|s,E)``, whose
@@ -60,7 +66,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
             if d.candidate_ids is None and not d.response_ids:
                 continue
             samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
-                                  len(traj.steps), pg=False, extras={"credit": c.credit}))
+                                  len(traj.steps), pg=False, extras={"credit": c.credit}, key=(traj.traj_id, i)))
             teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, experience)))
     with torch.inference_mode():
         if actor.cfg.mode == "score":
@@ -74,17 +80,29 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
     return samples
 
 
-def make_distill_loss(coef: float, estimator: Estimator):
-    """The ``extra_loss`` hook for ``policy_update``: coef * mean over the minibatch's distillation
-    samples of c(x) * KL."""
+def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample], int]:
+    """One sample per state: a distillation state that is also a PG sample carries both terms on that
+    sample; the others (states whose PG advantage is zero) join as distillation-only samples.
+    Returns the update's samples and how many are distillation-only."""
+    by_key = {s.key: s for s in pg_samples}
+    only = []
+    for d in distill:
+        twin = by_key.get(d.key)
+        if twin is None:
+            only.append(d)
+        else:
+            twin.extras |= d.extras
+    return pg_samples + only, len(only)
 
-    def extra_loss(chunk, units, full, minibatch):
-        n = sum(1 for s in minibatch if "teacher" in s.extras)
+
+def make_distill_loss(coef: float, estimator: Estimator):
+    """The ``extra_loss`` hook for ``policy_update``: coef * c(x) * KL on every state that carries the
+    teacher, with the update's normalised unit weights (the same as the PG term's)."""
+
+    def extra_loss(chunk, units, full, weights):
         device = units[0].device if units else torch.device("cpu")
         loss = torch.zeros((), device=device)
-        stats = {"distill_loss": 0.0, "distill_kl": 0.0}
-        if n == 0:
-            return loss, stats
+        stats = {"distill_loss": 0.0, "distill_kl": 0.0, "distill_weight": 0.0}
         for i, s in enumerate(chunk):
             if "teacher" not in s.extras:
                 continue
@@ -94,9 +112,12 @@ def make_distill_loss(coef: float, estimator: Estimator):
                 surrogate, value = kl, float(kl.detach())
             else:
                 surrogate, value = reverse_kl_sampled_loss(units[i], teacher)
-            loss = loss + coef * s.extras["credit"] * surrogate / n
-            stats["distill_loss"] += coef * s.extras["credit"] * value / n
-            stats["distill_kl"] += value / n
+            w = weights[i]
+            loss = loss + coef * s.extras["credit"] * w * surrogate
+            stats["distill_loss"] += coef * s.extras["credit"] * w * value
+            # KL per distilled state, averaged with the same weights: kl_sum / weight at the end.
+            stats["distill_kl"] += w * value
+            stats["distill_weight"] += w * s.n_units
         return loss, stats
 
     return extra_loss

@@ -11,6 +11,12 @@ distribution over admissible actions), one token in generate mode. Every step of
 sample whose advantage is its episode's. How units are averaged is ``loss_agg``: ``token-mean``
 (every unit equal), ``step-mean`` (every step equal), ``episode-mean`` (every episode equal,
 whatever its length: long failing episodes do not drown short successes).
+
+The budget is fixed per round, not per sample: the round's samples are split into
+``minibatches`` nearly equal minibatches per epoch, so every method takes ``epochs x minibatches``
+optimizer steps on its ``N x G`` episodes whatever the episodes' lengths. Another objective
+(EDGE's distillation) rides on the same samples and is weighted and normalised like the PG term
+(see ``policy_update``), so it neither adds optimizer steps nor dilutes the PG minibatches.
 """
 
 from __future__ import annotations
@@ -76,6 +82,8 @@ class Sample:
     """Takes part in the policy-gradient term (False: only another objective uses it)."""
     extras: dict = field(default_factory=dict)
     """Room for other objectives' per-sample data (EDGE's distillation)."""
+    key: tuple[str, int] = ("", -1)
+    """(trajectory id, step index): which state this is, so other objectives can attach to it."""
 
     @property
     def n_units(self) -> int:
@@ -104,12 +112,12 @@ def grpo_samples(trajectories: list[Trajectory], std_normalize: bool = True, eps
         for traj, adv in zip(group, advantages.tolist()):
             if drop_zero_advantage and abs(adv) < 1e-12:
                 continue
-            for step in traj.steps:
+            for i, step in enumerate(traj.steps):
                 d = step.decision
                 if d.candidate_ids is None and not d.response_ids:
                     continue
                 samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), adv,
-                                      len(traj.steps)))
+                                      len(traj.steps), key=(traj.traj_id, i)))
     stats = {"groups": len(groups), "informative_group_share": informative / max(len(groups), 1)}
     return samples, stats
 
@@ -132,7 +140,8 @@ def sample_logprobs(actor: Actor, samples: list[Sample], full: bool = False):
 class UpdateConfig:
     lr: float
     epochs: int
-    minibatch_size: int
+    minibatches: int
+    """Optimizer steps per epoch: the samples are split into this many nearly equal minibatches."""
     clip_low: float
     clip_high: float
     beta: float
@@ -153,13 +162,25 @@ def fill_reference_logprobs(actor: Actor, samples: list[Sample]) -> None:
             actor.backbone, actor.lm_head = live
 
 
+def minibatch_bounds(n_samples: int, minibatches: int) -> list[tuple[int, int]]:
+    """``minibatches`` nearly equal, non-empty slices of ``range(n_samples)`` (fewer when there are
+    fewer samples than minibatches)."""
+    parts = min(minibatches, n_samples)
+    cuts = [i * n_samples // parts for i in range(parts + 1)] if parts else [0]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
 def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
                   generator: torch.Generator, extra_loss=None) -> dict[str, float]:
-    """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics.
+    """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics, with
+    ``optimizer_steps`` the number of steps taken.
 
-    ``extra_loss(chunk, unit_logps, full_logps, minibatch) -> (loss tensor, metrics)`` lets another
-    objective (EDGE's distillation) add its term to the same backward pass; it normalises over the
-    ``minibatch`` it is given, so micro-batching does not change the gradient.
+    Every unit of a sample has the weight ``unit_weights(...)`` normalised over *all* units of the
+    minibatch (those of samples that carry only another objective included), so the PG term and
+    another objective are averages over the same states with the same weights.
+    ``extra_loss(chunk, unit_logps, full_logps, weights) -> (loss tensor, metrics)`` adds another
+    objective (EDGE's distillation) to the same backward pass; ``weights[i]`` is the normalised weight
+    of each unit of ``chunk[i]``, so micro-batching does not change the gradient.
     """
     model = actor.policy.model
     model.train()
@@ -171,21 +192,21 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
     micro = actor.cfg.micro_batch_size
     for _ in range(cfg.epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
-        for start in range(0, len(order), cfg.minibatch_size):
+        for start, stop in minibatch_bounds(len(order), cfg.minibatches):
             # Sorted by length, micro-batches pad less; the minibatch's gradient is the same sum.
-            batch = sorted((samples[i] for i in order[start:start + cfg.minibatch_size]), key=lambda s: s.n_tokens)
+            batch = sorted((samples[i] for i in order[start:stop]), key=lambda s: s.n_tokens)
             weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
-                             for s in batch if s.pg) or 1.0
+                             for s in batch) or 1.0
             optimizer.zero_grad(set_to_none=True)
             stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
             for m in range(0, len(batch), micro):
                 chunk = batch[m:m + micro]
                 units, full = sample_logprobs(actor, chunk, full=True)
+                weights = [unit_weights(s.n_units, s.episode_length, cfg.loss_agg) / weight_sum for s in chunk]
                 loss = torch.zeros((), device=actor.policy.device)
-                for s, lp in zip(chunk, units):
+                for s, lp, w in zip(chunk, units, weights):
                     if not s.pg:
                         continue
-                    w = unit_weights(s.n_units, s.episode_length, cfg.loss_agg) / weight_sum
                     old = torch.tensor(s.old_logp, device=lp.device)
                     pg, clipped = ppo_clip_loss(lp, old, torch.tensor(s.advantage, device=lp.device),
                                                 cfg.clip_low, cfg.clip_high)
@@ -198,7 +219,7 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                         loss = loss + cfg.beta * w * kl.sum()
                         stats["kl"] += w * float(kl.detach().sum())
                 if extra_loss is not None:
-                    extra, extra_stats = extra_loss(chunk, units, full, batch)
+                    extra, extra_stats = extra_loss(chunk, units, full, weights)
                     loss = loss + extra
                     for k, v in extra_stats.items():
                         stats[k] = stats.get(k, 0.0) + v
@@ -212,4 +233,4 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                 totals[k] = totals.get(k, 0.0) + v
             counts += 1
     model.eval()
-    return {k: v / max(counts, 1) for k, v in totals.items()}
+    return {k: v / max(counts, 1) for k, v in totals.items()} | {"optimizer_steps": counts}

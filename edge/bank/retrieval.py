@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from edge.bank.store import ExperienceBank
 from edge.text import split_words
 
@@ -21,3 +23,13 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     if not found:
         return None
     return " ".join(e.text for e, _ in found), [e.id for e, _ in found]
+
+
+def random_entries(bank: ExperienceBank, n: int, rng: random.Random) -> tuple[str, list[str]] | None:
+    """``n`` active entries drawn uniformly without replacement (of any task type) from ``rng``: the
+    random-entries control, guidance of the same kind and length with no relevance to the task."""
+    active = bank.all("active")  # sorted by id, so the same rng state draws the same entries
+    if not active:
+        return None
+    chosen = rng.sample(active, min(n, len(active)))
+    return " ".join(e.text for e in chosen), [e.id for e in chosen]

@@ -1,13 +1,16 @@
 """The learning benchmark (`edge bench learning`): every method, several seeds, paired statistics.
 
-Protocol. For each environment a base checkpoint is warm-started once (seed ``params.seed``) and
-every run starts from it. Each (environment, method, seed) is one ordinary ``edge train`` run in
-its own process with one torch thread, so a run gives the same numbers whatever ``--jobs`` is, and
-an interrupted benchmark resumes: finished runs are skipped, half-finished ones resume from their
-last completed stage. All methods of an environment get the same budget of rollouts (rounds x N x
-G episodes); the environment steps those episodes took are counted and are the curves' x axis.
-The seed fixes the training tasks, sampling and the evaluation tasks, so runs with the same seed
-are paired: EDGE and GRPO are compared seed by seed.
+Protocol. For each environment and seed a base checkpoint is warm-started with that seed (its
+demonstrations, initialisation and clone order), and every method of the seed starts from it, so
+the seeds vary the warm start as well as training (``--shared-warm-start``: one base, seed
+``params.seed``, for all seeds, as the benchmark did before). Each (environment, method, seed) is
+one ordinary ``edge train`` run in its own process with one torch thread, so a run gives the same
+numbers whatever ``--jobs`` is, and an interrupted benchmark resumes: finished runs are skipped,
+half-finished ones resume from their last completed stage. All methods get the same budget: the
+same rounds of N x G episodes and the same optimizer steps per round (``grpo.minibatches``); the
+environment steps those episodes took are counted and are the curves' x axis. The seed fixes the
+training tasks, sampling streams and the evaluation tasks, so runs with the same seed are paired:
+every method is compared with GRPO seed by seed, and within a seed task by task.
 
 Reported per environment, method and evaluation split: final plain success, scaffolded success
 (evaluated with the bank: tasks that retrieve something see it, the rest play as plain) and retention,
@@ -30,9 +33,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import fmean
 
-from edge.benchmarking.stats import bootstrap_mean, paired_permutation_p, smallest_p, t_interval_mean
+from edge.benchmarking.stats import (
+    bootstrap_mean,
+    paired_permutation_p,
+    paired_task_difference,
+    smallest_p,
+    t_interval_mean,
+)
+from edge.config import METHODS  # noqa: E402  (every method, the controls included)
 
-METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune")
 BASELINE = "grpo"
 
 
@@ -49,7 +58,9 @@ class LearningBenchConfig:
     budget: float = 1.0
     """Multiplies ``train.rounds`` (the rollout budget); 4 on a bigger machine means 4x the episodes."""
     eval_episodes: int = 400
-    """Episodes per evaluation point, per split and condition (plain / with bank)."""
+    """Episodes at the base and the final point, per split and condition (plain / with bank)."""
+    intermediate_episodes: int | None = 200
+    """Episodes at the curve's points in between (a prefix of the same tasks); None: ``eval_episodes``."""
     splits: list[str] = field(default_factory=lambda: ["test_seen", "test_unseen"])
     eval_every: int = 4
     """Evaluate every this many rounds (and always after the last), for the curves."""
@@ -64,6 +75,11 @@ class LearningBenchConfig:
     """More ``section.key=value`` overrides for every run (and the warm starts)."""
     report_only: bool = False
     """Train nothing: rebuild the tables from the finished runs in ``runs_dir``."""
+    shared_warm_start: bool = False
+    """One warm start (seed ``params.seed``) for every seed instead of one per seed."""
+    bases_dir: Path | None = None
+    """Where the warm starts are built and reused (default ``runs_dir``); benchmarks that differ only
+    in training settings (a sweep) can share them."""
 
 
 def _edge_command() -> list[str]:
@@ -78,12 +94,16 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def base_checkpoint(cfg: LearningBenchConfig, env: str) -> Path:
-    """The warm start every run on ``env`` begins from (built once, then reused)."""
-    folder = cfg.runs_dir / f"base-{env}"
+def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int) -> Path:
+    """The warm start the runs of ``seed`` on ``env`` begin from (built once, then reused)."""
+    from edge.config import load_params, with_overrides
+
+    if cfg.shared_warm_start:
+        seed = with_overrides(load_params(cfg.params), cfg.extra).seed
+    folder = (cfg.bases_dir or cfg.runs_dir) / f"base-{env}-s{seed}"
     if not (folder / "warmup.json").exists():
         cmd = [*_edge_command(), "warmup", "--params", str(cfg.params), "--out", str(folder),
-               "--set", f"warmup.env={env}", *sum((["--set", s] for s in cfg.extra), [])]
+               "--set", f"warmup.env={env}", *sum((["--set", s] for s in cfg.extra), []), "--set", f"seed={seed}"]
         subprocess.run(cmd, check=True, env=_child_env())
     return folder
 
@@ -113,6 +133,7 @@ def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: 
            "--set", f"train.base_checkpoint={base}", "--set", f"train.runs_dir={cfg.runs_dir}",
            "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
            "--set", f"eval.every={cfg.eval_every}",
+           "--set", f"eval.intermediate_episodes={cfg.intermediate_episodes or 'null'}",
            # The base checkpoint's evaluation is the same for every method of a seed: done once.
            "--set", f"eval.base_cache_dir={cfg.runs_dir / 'base-evals'}",
            *sum((["--set", s] for s in cfg.extra), [])]
@@ -141,15 +162,22 @@ def read_run(folder: Path, splits: list[str]) -> dict:
         if (round_dir / "eval.json").exists():
             ev = json.loads((round_dir / "eval.json").read_text())
             points.append((ev["round"], steps, ev))
-        if (round_dir / "bank_changes.json").exists():
-            contribution = json.loads((round_dir / "scores.json").read_text())["summary"]
-            changes = json.loads((round_dir / "bank_changes.json").read_text())
-            bank_rounds.append({"hit_rate": contribution["retrieval_hit_rate"],
-                                "delta_mean": contribution["delta_mean"],
-                                "delta_positive_share": contribution["delta_positive_share"],
-                                "size_active": changes["size_active"], "added": len(changes["added"]),
-                                "pruned": len(changes["pruned"]), "distill_samples": metrics.get("distill_samples", 0),
-                                "samples": metrics.get("samples", 0)})
+        scores = json.loads((round_dir / "scores.json").read_text())
+        contribution, groups = scores["summary"], scores["groups"]
+        if params["train"]["method"] != "grpo":
+            # Success of the plain and the conditioned members of the groups that retrieved (the split ones).
+            record = {"round": int(round_dir.name[-3:]), "hit_rate": contribution["retrieval_hit_rate"],
+                      "delta_mean": contribution["delta_mean"],
+                      "delta_positive_share": contribution["delta_positive_share"],
+                      "train_success_plain": fmean(g["success_plain"] for g in groups) if groups else None,
+                      "train_success_conditioned": fmean(g["success_conditioned"] for g in groups) if groups else None,
+                      "distill_kl": metrics.get("distill_kl", 0.0),
+                      "distill_samples": metrics.get("distill_samples", 0), "samples": metrics.get("samples", 0)}
+            if (round_dir / "bank_changes.json").exists():
+                changes = json.loads((round_dir / "bank_changes.json").read_text())
+                record |= {"size_active": changes["size_active"], "added": len(changes["added"]),
+                           "pruned": len(changes["pruned"])}
+            bank_rounds.append(record)
     for k, at_steps, ev in points:
         row = {"round": k, "env_steps": at_steps}
         for split in splits:
@@ -163,8 +191,12 @@ def read_run(folder: Path, splits: list[str]) -> dict:
     # The run's own account of its time in `edge train`, summed over resumed invocations.
     timing = folder / "wall_time.json"
     seconds = json.loads(timing.read_text())["seconds"] if timing.exists() else None
+    # The last evaluation's per-task outcomes, for differences paired task by task within a seed.
+    last = points[-1][2]
+    final_tasks = {split: {cond: last[split][cond]["won_by_task"] for cond in ("plain", "with_bank")
+                           if cond in last[split] and "won_by_task" in last[split][cond]} for split in splits}
     return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds,
-            "bank_rounds": bank_rounds}
+            "bank_rounds": bank_rounds, "final_tasks": final_tasks}
 
 
 def bank_activity(runs: dict) -> dict | None:
@@ -179,20 +211,28 @@ def bank_activity(runs: dict) -> dict | None:
         # Weighted by how many groups retrieved, so rounds where one group did count less.
         "delta_mean": sum(r["delta_mean"] * r["hit_rate"] for r in rounds) / hits if hits else None,
         "delta_positive_share": sum(r["delta_positive_share"] * r["hit_rate"] for r in rounds) / hits if hits else None,
-        "final_size_active": fmean([run["bank_rounds"][-1]["size_active"] for run in runs.values()]),
-        "added_per_round": fmean([r["added"] for r in rounds]),
-        "pruned_per_round": fmean([r["pruned"] for r in rounds]),
+        # None for the oracle control, which keeps no bank.
+        "final_size_active": fmean([run["bank_rounds"][-1]["size_active"] for run in runs.values()])
+        if "size_active" in rounds[-1] else None,
+        "added_per_round": fmean([r["added"] for r in rounds]) if "added" in rounds[-1] else None,
+        "pruned_per_round": fmean([r["pruned"] for r in rounds]) if "pruned" in rounds[-1] else None,
         "distilled_share": sum(r["distill_samples"] for r in rounds) / max(1, sum(r["samples"] for r in rounds)),
     }
 
 
-def paired_difference(ours: list[float], theirs: list[float], seeds: list[int]) -> dict:
-    """Mean of ``ours - theirs`` over paired seeds, its Student-t interval and exact permutation p-value."""
+def paired_difference(ours: list[float], theirs: list[float], seeds: list[int],
+                      tasks: list[tuple[dict, dict]] | None = None) -> dict:
+    """Mean of ``ours - theirs`` over paired seeds, its Student-t interval and exact permutation p-value.
+    With ``tasks`` (per seed, the two evaluations' outcomes by task id), also each seed's difference
+    paired task by task with its interval (``per_seed_tasks``: evaluation noise only)."""
     diffs = [a - b for a, b in zip(ours, theirs)]
-    return t_interval_mean(diffs).to_dict() | {
+    out = t_interval_mean(diffs).to_dict() | {
         "p_value": paired_permutation_p(ours, theirs),
         "smallest_possible_p": smallest_p(sum(d != 0 for d in diffs)),
         "per_seed": {str(s): d for s, d in zip(seeds, diffs)}}
+    if tasks and all(a and b for a, b in tasks):
+        out["per_seed_tasks"] = {str(s): paired_task_difference(a, b).to_dict() for s, (a, b) in zip(seeds, tasks)}
+    return out
 
 
 def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
@@ -207,19 +247,33 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                 def final(runs: dict, seed: int, metric: str, split=split):
                     return runs[seed]["final"].get(f"{split}_{metric}")
 
+                def outcomes(runs: dict, seed: int, condition: str, split=split) -> dict | None:
+                    return runs[seed].get("final_tasks", {}).get(split, {}).get(condition)
+
                 entry = {}
                 for metric in ("plain", "with_bank", "retention", "plain_score", "with_bank_score"):
                     values = [v for s in by_seed if (v := final(by_seed, s, metric)) is not None]
                     if values:
                         entry[metric] = bootstrap_mean(values).to_dict()
+                own = sorted(by_seed)
+                banked_own = [final(by_seed, s, "with_bank") for s in own]
+                if own and None not in banked_own:
+                    # The same tasks and streams with and without the bank: paired by task in each seed.
+                    entry["with_bank_minus_plain"] = paired_difference(
+                        banked_own, [final(by_seed, s, "plain") for s in own], own,
+                        [(outcomes(by_seed, s, "with_bank"), outcomes(by_seed, s, "plain")) for s in own])
                 seeds = sorted(set(by_seed) & set(baseline))
                 if method != BASELINE and seeds:
                     grpo_plain = [final(baseline, s, "plain") for s in seeds]
-                    entry["minus_grpo"] = paired_difference([final(by_seed, s, "plain") for s in seeds],
-                                                            grpo_plain, seeds)
+                    grpo_tasks = [outcomes(baseline, s, "plain") for s in seeds]
+                    entry["minus_grpo"] = paired_difference(
+                        [final(by_seed, s, "plain") for s in seeds], grpo_plain, seeds,
+                        list(zip([outcomes(by_seed, s, "plain") for s in seeds], grpo_tasks)))
                     banked = [final(by_seed, s, "with_bank") for s in seeds]
                     if None not in banked:
-                        entry["scaffold_minus_grpo_plain"] = paired_difference(banked, grpo_plain, seeds)
+                        entry["scaffold_minus_grpo_plain"] = paired_difference(
+                            banked, grpo_plain, seeds,
+                            list(zip([outcomes(by_seed, s, "with_bank") for s in seeds], grpo_tasks)))
                     entry["score_minus_grpo"] = paired_difference(
                         [final(by_seed, s, "plain_score") for s in seeds],
                         [final(baseline, s, "plain_score") for s in seeds], seeds)
@@ -237,6 +291,33 @@ def _fmt(e: dict | None, points: bool = False) -> str:
 
 def _diff_cells(e: dict | None) -> str:
     return f"{_fmt(e, True)} | {e['p_value']:.3f}" if e else "– | –"
+
+
+def _seed_cell(seed: str, value: float, tasks: dict | None) -> str:
+    interval = f" [{tasks['low'] * 100:+.1f}, {tasks['high'] * 100:+.1f}]" if tasks else ""
+    return f"s{seed} {value * 100:+.1f}{interval}"
+
+
+def scaffold_record(report: dict, env: str) -> list[str]:
+    """Per method with experience and per seed: training groups' plain / conditioned success and the
+    distillation KL, round by round (does the plain policy catch up with the scaffold?)."""
+    lines = []
+    for method, by_seed in report["runs"][env].items():
+        if not any(r.get("bank_rounds") for r in by_seed.values()):
+            continue
+        rounds = max(len(r["bank_rounds"]) for r in by_seed.values())
+        lines += [f"### {env} / {method}: the scaffold round by round", "",
+                  "Training groups that retrieved: plain members' success / conditioned members' success "
+                  "(distillation KL per distilled state after the update).", "",
+                  "| seed | " + " | ".join(f"r{k}" for k in range(rounds)) + " |",
+                  "|---|" + "---|" * rounds]
+        for seed, run in by_seed.items():
+            cells = {r["round"]: (f"{r['train_success_plain']:.0%} / {r['train_success_conditioned']:.0%} "
+                                  f"({r['distill_kl']:.3f})" if r["train_success_conditioned"] is not None else "–")
+                     for r in run["bank_rounds"]}
+            lines.append(f"| {seed} | " + " | ".join(cells.get(k, "–") for k in range(rounds)) + " |")
+        lines.append("")
+    return lines
 
 
 def markdown(report: dict) -> str:
@@ -260,25 +341,31 @@ def markdown(report: dict) -> str:
     for env, by_method in report["table"].items():
         for split in cfg["splits"]:
             lines += [f"## {env} / {split}", "",
-                      "| method | plain success | with bank | retention | plain − GRPO (points) | p | "
+                      "| method | plain success | with bank | retention | with bank − plain (points) | "
+                      "plain − GRPO (points) | p | "
                       "with bank − GRPO plain (points) | p | plain score | with-bank score | "
                       "score − GRPO (points) | p | env steps |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for method, splits in by_method.items():
                 e = splits[split]
                 steps = [r["env_steps"] for r in report["runs"][env][method].values()]
                 lines.append(f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
-                             f"{_fmt(e.get('retention'))} | {_diff_cells(e.get('minus_grpo'))} | "
+                             f"{_fmt(e.get('retention'))} | {_fmt(e.get('with_bank_minus_plain'), True)} | "
+                             f"{_diff_cells(e.get('minus_grpo'))} | "
                              f"{_diff_cells(e.get('scaffold_minus_grpo_plain'))} | "
                              f"{_fmt(e.get('plain_score'), True).lstrip('+')} | "
                              f"{_fmt(e.get('with_bank_score'), True).lstrip('+')} | "
                              f"{_diff_cells(e.get('score_minus_grpo'))} | {sum(steps) / len(steps):,.0f} |")
             lines.append("")
-            per_seed = {m: s[split]["minus_grpo"]["per_seed"] for m, s in by_method.items() if "minus_grpo" in s[split]}
-            if per_seed:
-                lines.append("Per seed, plain − GRPO plain (points): " + "; ".join(
-                    f"{m}: " + ", ".join(f"s{k} {v * 100:+.1f}" for k, v in d.items()) for m, d in per_seed.items()))
-                lines.append("")
+            for key, title in (("minus_grpo", "plain − GRPO plain"), ("with_bank_minus_plain", "with bank − plain")):
+                per_seed = {m: s[split][key] for m, s in by_method.items() if key in s[split]}
+                if per_seed:
+                    lines.append(f"Per seed, {title} (points; in brackets the 95% interval of the difference "
+                                 "paired task by task within the seed, evaluation noise only): " + "; ".join(
+                                     f"{m}: " + ", ".join(_seed_cell(k, v, d.get("per_seed_tasks", {}).get(k))
+                                                          for k, v in d["per_seed"].items())
+                                     for m, d in per_seed.items()))
+                    lines.append("")
         activity = report["bank_activity"].get(env)
         if activity:
             lines += [f"## {env}: the bank during training", "",
@@ -291,10 +378,14 @@ def markdown(report: dict) -> str:
             for method, a in activity.items():
                 delta = "–" if a["delta_mean"] is None else f"{a['delta_mean']:+.3f}"
                 positive = "–" if a["delta_positive_share"] is None else f"{a['delta_positive_share']:.0%}"
+                def num(v, digits):
+                    return "–" if v is None else f"{v:.{digits}f}"
+
                 lines.append(f"| {method} | {a['hit_rate']:.0%} | {delta} | {positive} | "
-                             f"{a['added_per_round']:.1f} | {a['pruned_per_round']:.1f} | "
-                             f"{a['final_size_active']:.0f} | {a['distilled_share']:.0%} |")
+                             f"{num(a['added_per_round'], 1)} | {num(a['pruned_per_round'], 1)} | "
+                             f"{num(a['final_size_active'], 0)} | {a['distilled_share']:.0%} |")
             lines.append("")
+        lines += scaffold_record(report, env)
     return "\n".join(lines) + "\n"
 
 
@@ -394,7 +485,8 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         raise ValueError(f"methods {unknown} are unknown; valid methods: {', '.join(METHODS)}")
     started = time.perf_counter()
     rounds = rounds_for(cfg)
-    bases = {} if cfg.report_only else {env: base_checkpoint(cfg, env) for env in cfg.envs}
+    bases = {} if cfg.report_only else {(env, seed): base_checkpoint(cfg, env, seed)
+                                        for env in cfg.envs for seed in cfg.seeds}
     jobs = [(env, method, seed) for env in cfg.envs for seed in cfg.seeds for method in cfg.methods]
     log_dir = cfg.runs_dir / "logs"
     bar = progress.add_task("benchmark runs", total=len(jobs)) if progress else None
@@ -411,7 +503,7 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
                 raise ValueError(f"--report-only: {folder} has not finished {rounds} rounds")
         else:
             try:
-                folder = train_one(cfg, env, method, seed, bases[env], rounds, log_dir)
+                folder = train_one(cfg, env, method, seed, bases[env, seed], rounds, log_dir)
             except BaseException:
                 failed.set()
                 raise

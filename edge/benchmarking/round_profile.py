@@ -163,7 +163,7 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: i
     relax_garbage_collection()  # as edge.train.train does
     torch.manual_seed(params.seed)
     run = Run.open(leg("earlier"))
-    if run.settings.use_bank:
+    if run.settings.stores_bank:
         run.bank()  # as edge.train.train does: the empty table is version -1
         run.record_bank_version(-1)
     last = params.train.rounds - 1

@@ -9,6 +9,11 @@ the tables' claims rest, therefore get a Student-t interval, which widens with f
 The sign-flip test is exact: with n paired seeds whose differences are not zero the smallest two-sided
 p-value is 2 / 2**n (0.0625 for five seeds; a seed whose difference is exactly zero cannot flip, so it
 does not count), and a table with five seeds cannot reach p < 0.05 however large the difference.
+
+Within a seed, evaluations are paired task by task (the same tasks and, through per-episode random
+streams, the same draws): ``paired_task_difference`` gives the mean per-task difference with its
+normal-approximation interval, which measures evaluation noise only; the over-seeds interval also
+carries training noise and is the one claims rest on.
 """
 
 from __future__ import annotations
@@ -92,3 +97,19 @@ def smallest_p(n_pairs: int) -> float:
     """The smallest two-sided p-value the exact sign-flip test can give for ``n_pairs`` pairs whose
     differences are not zero (a zero difference flips onto itself)."""
     return min(1.0, 2 / 2 ** n_pairs)
+
+
+def paired_task_difference(ours: dict[str, float], theirs: dict[str, float], confidence: float = 0.95) -> Estimate:
+    """Mean over the tasks both evaluated of ``ours[task] - theirs[task]`` (success 0/1 or score), with
+    a normal-approximation interval of the paired mean (sd of the differences / sqrt(n))."""
+    from scipy.stats import norm
+
+    tasks = sorted(set(ours) & set(theirs))
+    if not tasks:
+        raise ValueError("paired_task_difference: the two evaluations share no task")
+    diffs = [float(ours[t]) - float(theirs[t]) for t in tasks]
+    mean = statistics.fmean(diffs)
+    if len(diffs) == 1:
+        return Estimate(mean, mean, mean, 1, "paired tasks, normal")
+    half = norm.ppf((1 + confidence) / 2) * statistics.stdev(diffs) / len(diffs) ** 0.5
+    return Estimate(mean, mean - half, mean + half, len(diffs), "paired tasks, normal")

@@ -13,6 +13,14 @@ answers it as the benchmark would, and the rollout counts it).
 
 Both return the log-probabilities the update needs: the candidate-normalised log-probability of the
 chosen action (score), or per-token log-probabilities of the sampled text (generate).
+
+Randomness is per state: ``act`` takes one generator per state (in a rollout, one per episode), and
+every draw is one uniform number from that generator turned into a choice by the inverse of the
+policy's cumulative distribution (``draw``). So an episode's choices depend on its own stream only,
+not on which other episodes share the batch or when they end (common random numbers: a plain and a
+scaffolded evaluation of a task that retrieves nothing replay the same episode), and two close
+policies given the same number mostly choose the same action. The generators stay on the CPU
+whatever device the model is on.
 """
 
 from __future__ import annotations
@@ -63,6 +71,31 @@ def parse_action(text: str, admissible: list[str]) -> tuple[str, int]:
     return found.group(1).strip(), -1
 
 
+def uniforms(generators: list[torch.Generator], device: torch.device | str = "cpu") -> torch.Tensor:
+    """One uniform number in [0, 1) from each generator (CPU generators, float64), on ``device``."""
+    u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in generators])
+    return u.to(device)
+
+
+def draw(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF sampling: for each row of ``probs`` (batch x choices) the first index whose
+    cumulative probability exceeds ``u`` times the row's total (in float64, so rows need not be
+    normalised exactly)."""
+    cdf = probs.double().cumsum(-1)
+    index = torch.searchsorted(cdf, (u.to(cdf.device) * cdf[:, -1])[:, None], right=True)[:, 0]
+    return index.clamp(max=probs.shape[-1] - 1)
+
+
+def pick_positions(hidden: torch.Tensor, rows: list[int], positions: list[int]) -> torch.Tensor:
+    """``hidden[rows, positions]`` as one ``index_select`` on the flattened batch. Many candidates are
+    predicted from the same position (the prompt's last token), and the backward of advanced indexing
+    with repeated indices accumulates in a thread-timing-dependent order on a multi-core CPU, so
+    identical updates could differ in the last bits; ``index_select``'s backward sums in a fixed order."""
+    batch, width, size = hidden.shape
+    flat = torch.tensor(rows, device=hidden.device) * width + torch.tensor(positions, device=hidden.device)
+    return hidden.reshape(batch * width, size).index_select(0, flat)
+
+
 class Actor:
     def __init__(self, policy: Policy, builder: PromptBuilder | None = None):
         self.policy = policy
@@ -75,33 +108,36 @@ class Actor:
         self.pad_id = 0 if pad is None else pad
 
     # ----- acting --------------------------------------------------------------------------
-    def act(self, states: list[AgentState], generator: torch.Generator, greedy: bool = False) -> list[Decision]:
+    def act(self, states: list[AgentState], generators: list[torch.Generator], greedy: bool = False) -> list[Decision]:
+        """One decision per state; ``generators[i]`` is the random stream of ``states[i]``'s episode."""
         if not states:
             return []
+        if len(generators) != len(states):
+            raise ValueError(f"act: {len(states)} states need as many generators, got {len(generators)}")
         if self.cfg.mode == "score":
-            return self._act_score(states, generator, greedy)
-        return self._act_generate(states, generator, greedy)
+            return self._act_score(states, generators, greedy)
+        return self._act_generate(states, generators, greedy)
 
-    def _act_score(self, states, generator, greedy) -> list[Decision]:
+    def _act_score(self, states, generators, greedy) -> list[Decision]:
         prompts = [self.builder.prompt_ids(s) for s in states]
         candidates = [[self.builder.action_ids(a) for a in s.admissible] for s in states]
         with torch.inference_mode():
             logps = self.action_logprobs(prompts, candidates)
         decisions = []
-        for state, prompt, cands, logp in zip(states, prompts, candidates, logps):
+        for state, prompt, cands, logp, generator in zip(states, prompts, candidates, logps, generators):
             if greedy:
                 chosen = int(torch.argmax(logp))
             else:
-                chosen = int(torch.multinomial(logp.exp(), 1, generator=generator))
+                chosen = int(draw(logp.exp()[None], uniforms([generator], logp.device))[0])
             entropy = float(-(logp.exp() * logp).sum())
             decisions.append(Decision(state.admissible[chosen], prompt, cands, chosen, None,
                                       [float(logp[chosen])], entropy=entropy))
         return decisions
 
-    def _act_generate(self, states, generator, greedy) -> list[Decision]:
+    def _act_generate(self, states, generators, greedy) -> list[Decision]:
         tok = self.policy.tokenizer
         prompts = [self.builder.prompt_ids(s) for s in states]
-        responses = self.generate(prompts, generator, greedy)
+        responses = self.generate(prompts, generators, greedy)
         with torch.inference_mode():
             token_logps = self.token_logprobs(prompts, responses)
         decisions = []
@@ -172,8 +208,7 @@ class Actor:
         mask = causal & ((key == query) | ((key == 0) & (query >= 0)))
         hidden = self.backbone(input_ids=ids.to(device), attention_mask=mask[:, None].to(device),
                                position_ids=positions.to(device)).last_hidden_state
-        rows_t = torch.tensor(rows, device=device)
-        logits = self.lm_head(hidden[rows_t, torch.tensor(predictors, device=device)]).float()
+        logits = self.lm_head(pick_positions(hidden, rows, predictors)).float()
         token_logp = torch.log_softmax(logits, dim=-1).gather(
             1, torch.tensor(targets, device=device)[:, None]).squeeze(1)
         scores = torch.zeros(n_candidates, device=device, dtype=token_logp.dtype)
@@ -181,30 +216,49 @@ class Actor:
         return list(scores.split([len(c) for c in candidates]))
 
     # ----- generate mode --------------------------------------------------------------------
-    def generate(self, prompts: list[list[int]], generator: torch.Generator, greedy: bool) -> list[list[int]]:
-        """Sample responses (left-padded batch); returns each response's tokens up to and with EOS."""
+    def generate(self, prompts: list[list[int]], generators: list[torch.Generator], greedy: bool) -> list[list[int]]:
+        """Sample a response per prompt, token by token from exactly softmax(logits / T) (no top-k,
+        top-p or penalties: the distribution the update's log-probabilities describe), each row from
+        its own generator. Left-padded batch with a KV cache; a response ends with EOS (kept) or at
+        ``policy.max_new_tokens``."""
         model, tok, device = self.policy.model, self.policy.tokenizer, self.policy.device
+        eos = tok.eos_token_id
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(prompts), width), dtype=torch.long)
         for b, p in enumerate(prompts):
             ids[b, width - len(p):] = torch.tensor(p)
             attention[b, width - len(p):] = 1
-        # generate() draws from the global RNG: seed it from our generator to stay reproducible.
-        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=generator)))
+        ids, attention = ids.to(device), attention.to(device)
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        responses: list[list[int]] = [[] for _ in prompts]
+        open_rows = list(range(len(prompts)))
+        past = None
         with torch.inference_mode():
-            out = model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
-                                 do_sample=not greedy, temperature=self.cfg.temperature if not greedy else None,
-                                 top_k=0, top_p=1.0, max_new_tokens=self.cfg.max_new_tokens,
-                                 pad_token_id=self.pad_id, eos_token_id=tok.eos_token_id)
-        responses = []
-        for row in out[:, width:].tolist():
-            if tok.eos_token_id in row:
-                row = row[: row.index(tok.eos_token_id) + 1]
-            else:
-                row = [t for t in row if t != self.pad_id] if self.pad_id != tok.eos_token_id else row
-            responses.append(row or [tok.eos_token_id])
-        return responses
+            for _ in range(self.cfg.max_new_tokens):
+                # transformers 5 names the KV cache ``cache`` (``past_key_values`` is deprecated).
+                out = model(input_ids=ids, attention_mask=attention, position_ids=positions,
+                            cache=past, use_cache=True, logits_to_keep=1)
+                past = out.cache
+                logits = out.logits[:, -1, :].float()
+                if greedy:
+                    tokens = logits.argmax(-1)
+                else:
+                    probs = torch.softmax(logits / self.cfg.temperature, dim=-1)
+                    tokens = draw(probs, uniforms(generators, device))
+                tokens = tokens.tolist()
+                for b in list(open_rows):
+                    responses[b].append(tokens[b])
+                    if tokens[b] == eos:
+                        open_rows.remove(b)
+                if not open_rows:
+                    break
+                # Finished rows keep stepping (a batch moves together) but nothing they draw is kept;
+                # each row still draws once a step, so a row's stream does not depend on the others.
+                ids = torch.tensor(tokens, device=device)[:, None]
+                attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
+                positions = positions[:, -1:] + 1
+        return [r or [eos] for r in responses]
 
     def token_logprobs(self, prompts: list[list[int]], responses: list[list[int]]) -> list[torch.Tensor]:
         """Per-token log-probabilities (at the sampling temperature) of each response after its prompt."""
@@ -226,7 +280,7 @@ class Actor:
             rows += [b] * len(r)
             predictors += range(len(p) - 1, len(p) + len(r) - 1)
             targets += r
-        logits = self.lm_head(hidden[torch.tensor(rows, device=device), torch.tensor(predictors, device=device)])
+        logits = self.lm_head(pick_positions(hidden, rows, predictors))
         logp = torch.log_softmax(logits.float() / self.cfg.temperature, dim=-1)
         logp = logp.gather(1, torch.tensor(targets, device=device)[:, None]).squeeze(1)
         return list(logp.split([len(r) for r in responses]))
