@@ -65,7 +65,8 @@ def main() -> None:
             continue
         rounds = config[0]
         cfg = LearningBenchConfig(envs=["household"], methods=["grpo"], seeds=seeds, eval_episodes=args.eval_episodes,
-                                  splits=["test_seen"], eval_every=rounds, jobs=args.jobs, runs_dir=ROOT / name,
+                                  splits=["test_seen"], eval_every=rounds, intermediate_episodes=None, jobs=args.jobs,
+                                  runs_dir=ROOT / name,
                                   out_dir=ROOT / "results", name=f"sweep_{name}", extra=overrides(config),
                                   bases_dir=ROOT / "bases")
         report = run_benchmark(cfg, command=f"benchmarks/grpo_sweep.py --only {name}", track=False)

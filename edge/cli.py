@@ -231,8 +231,14 @@ def summary_cmd(compare_file: Path = typer.Argument(Path("results/compare/compar
         table.add_row(m["method"], str(m["seed"]), pct(m.get("test_seen_base_plain")), pct(m.get("test_seen_plain")),
                       pct(m.get("test_seen_with_bank")), pct(m.get("test_seen_retention")))
     console.print(table)
+    paired = data.get("minus_grpo_plain_paired", {})
     for method, difference in data.get("minus_grpo_plain", {}).items():
-        console.print(f"{method} - GRPO (plain success): {difference * 100:+.1f} points")
+        line = f"{method} - GRPO (plain success): {difference * 100:+.1f} points"
+        if method in paired:
+            p = paired[method]
+            line += (f" [{p['low'] * 100:+.1f}, {p['high'] * 100:+.1f}] paired over {p['n']} tasks "
+                     "(one seed: evaluation noise only)")
+        console.print(line, highlight=False)
     console.print("Next: `.venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/mlflow.db` (compare runs), "
                   "`.venv/bin/dvc plots show` (curves), `.venv/bin/edge bank ls --run runs/edge` (the bank).")
 

@@ -91,6 +91,15 @@ def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = T
     return metrics | {"run_folder": str(run.folder)}
 
 
+def last_outcomes(folder: Path, metrics: dict, split: str = "test_seen") -> dict | None:
+    """Plain success by task id at a run's last evaluated round (None for runs from before it was kept)."""
+    k = metrics.get("last_evaluated_round")
+    path = Path(folder) / f"round_{k:03d}" / "eval.json" if k is not None else None
+    if path is None or not path.exists():
+        return None
+    return json.loads(path.read_text()).get(split, {}).get("plain", {}).get("won_by_task")
+
+
 def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
     """The `compare` stage: a table and a plot across methods (paired by seed and tasks)."""
     from edge.plots import compare_plot
@@ -104,12 +113,20 @@ def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
             (r["round"], r["eval_test_seen_plain"], r.get("eval_test_seen_with_bank"))
             for r in rows if r.get("eval_test_seen_plain") is not None]
     by_method = {m["method"]: m for m in table}
+    folders = {json.loads((Path(f) / "metrics.json").read_text())["method"]: Path(f) for f in run_folders}
     summary = {"runs": table}
     if "grpo" in by_method:
+        from edge.benchmarking.stats import paired_task_difference
+
         summary["minus_grpo_plain"] = {m: r["test_seen_plain"] - by_method["grpo"]["test_seen_plain"]
                                        for m, r in by_method.items() if m != "grpo"}
         if "edge" in by_method:
             summary["edge_minus_grpo_plain"] = summary["minus_grpo_plain"]["edge"]
+        # Paired task by task (same tasks, same random streams): the interval is evaluation noise only.
+        grpo_tasks = last_outcomes(folders["grpo"], by_method["grpo"])
+        summary["minus_grpo_plain_paired"] = {
+            m: paired_task_difference(ours, grpo_tasks).to_dict() for m, r in by_method.items()
+            if m != "grpo" and grpo_tasks and (ours := last_outcomes(folders[m], r))}
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "compare.json", summary)
     compare_plot(curves, out_dir / "compare.png", "methods against GRPO (test_seen)")

@@ -171,3 +171,14 @@ def test_random_control_draws_active_entries_of_the_co_evolving_bank(tmp_path):
     # The draw is a stream of (stage seed, task): the same for the same task and stream.
     task = run.eval_tasks("test_seen")[0]
     assert run.experience_for(task, 11) == run.experience_for(task, 11)
+
+
+def test_compare_reports_each_method_minus_grpo_paired_task_by_task(tmp_path):
+    from edge.pipeline import compare_runs, run_pipeline
+
+    folders = [run_pipeline(control_params(tmp_path, method, rounds=1), track=False)["run_folder"]
+               for method in ("grpo", "edge-oracle-bank")]
+    summary = compare_runs(folders, tmp_path / "compare")
+    paired = summary["minus_grpo_plain_paired"]["edge-oracle-bank"]
+    assert paired["n"] == 4 and paired["low"] <= paired["mean"] <= paired["high"]
+    assert paired["mean"] == pytest.approx(summary["minus_grpo_plain"]["edge-oracle-bank"])
