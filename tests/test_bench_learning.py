@@ -104,7 +104,7 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
         assert edge["minus_grpo"]["mean"] == pytest.approx(sum(diffs) / 2)
     markdown = (tmp_path / "results" / "toy.md").read_text()
     assert "## household / test_unseen" in markdown and "| edge |" in markdown
-    assert "the runs took" in markdown
+    assert "the runs took" in markdown and "The warm start's part in the spread" in markdown
     # the bank's part in training, read back from the runs' own records
     assert "grpo" not in report["bank_activity"]["household"]
     activity = report["bank_activity"]["household"]["edge"]

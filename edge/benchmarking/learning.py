@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import fmean
+from statistics import fmean, stdev
 
 from edge.benchmarking.stats import (
     bootstrap_mean,
@@ -320,6 +320,37 @@ def scaffold_record(report: dict, env: str) -> list[str]:
     return lines
 
 
+def base_spread(report: dict, env: str, split: str) -> list[str]:
+    """How much of the spread over seeds is the warm start's: each seed's base, and per method the
+    standard deviation over seeds of the final success and of the gain over the seed's base, and the
+    correlation of base and final (with five seeds a rough guide, not a test)."""
+    by_method = report["runs"][env]
+    seeds = sorted(next(iter(by_method.values())))
+    base = {s: next(iter(by_method.values()))[s]["curve"][0][f"{split}_plain"] for s in seeds}
+    if len(seeds) < 2:
+        return []
+
+    def corr(xs, ys):
+        mx, my = fmean(xs), fmean(ys)
+        sx, sy = (sum((x - mx) ** 2 for x in xs)) ** 0.5, (sum((y - my) ** 2 for y in ys)) ** 0.5
+        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy) if sx and sy else None
+
+    lines = ["The warm start's part in the spread: base success per seed " + ", ".join(
+        f"s{s} {base[s]:.1%}" for s in seeds) + f" (sd {100 * stdev(base.values()):.1f} points).", "",
+        "| method | sd of final over seeds (points) | sd of final − base (points) | corr(base, final) |",
+        "|---|---|---|---|"]
+    for method, by_seed in by_method.items():
+        final = [by_seed[s]["final"][f"{split}_plain"] for s in seeds if s in by_seed]
+        bases = [base[s] for s in seeds if s in by_seed]
+        if len(final) < 2:
+            continue
+        r = corr(bases, final)
+        gain_sd = stdev(f - b for f, b in zip(final, bases))
+        lines.append(f"| {method} | {100 * stdev(final):.1f} | {100 * gain_sd:.1f} | "
+                     + ("–" if r is None else f"{r:+.2f}") + " |")
+    return lines + [""]
+
+
 def markdown(report: dict) -> str:
     cfg = report["config"]
     n_seeds = len(cfg["seeds"])
@@ -357,6 +388,7 @@ def markdown(report: dict) -> str:
                              f"{_fmt(e.get('with_bank_score'), True).lstrip('+')} | "
                              f"{_diff_cells(e.get('score_minus_grpo'))} | {sum(steps) / len(steps):,.0f} |")
             lines.append("")
+            lines += base_spread(report, env, split)
             for key, title in (("minus_grpo", "plain − GRPO plain"), ("with_bank_minus_plain", "with bank − plain")):
                 per_seed = {m: s[split][key] for m, s in by_method.items() if key in s[split]}
                 if per_seed:
