@@ -99,6 +99,10 @@ def test_bench_learning_end_to_end_at_toy_scale(tmp_path):
             for seed, est in within["per_seed_tasks"].items():
                 assert est["n"] == 3 and est["mean"] == pytest.approx(within["per_seed"][seed])
         assert set(edge["minus_grpo"]["per_seed_tasks"]) == {"0", "1"}
+        gain = table["grpo"][split]["plain_minus_base"]
+        gains = [runs["grpo"][s]["final"][f"{split}_plain"] - runs["grpo"][s]["curve"][0][f"{split}_plain"]
+                 for s in ("0", "1")]
+        assert gain["mean"] == pytest.approx(sum(gains) / 2)
         diffs = [runs["edge"][s]["final"][f"{split}_plain"] - runs["grpo"][s]["final"][f"{split}_plain"]
                  for s in ("0", "1")]
         assert edge["minus_grpo"]["mean"] == pytest.approx(sum(diffs) / 2)

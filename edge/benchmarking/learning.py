@@ -195,8 +195,9 @@ def read_run(folder: Path, splits: list[str]) -> dict:
     last = points[-1][2]
     final_tasks = {split: {cond: last[split][cond]["won_by_task"] for cond in ("plain", "with_bank")
                            if cond in last[split] and "won_by_task" in last[split][cond]} for split in splits}
+    base_tasks = {split: base[split]["plain"].get("won_by_task") for split in splits}
     return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds,
-            "bank_rounds": bank_rounds, "final_tasks": final_tasks}
+            "bank_rounds": bank_rounds, "final_tasks": final_tasks, "base_tasks": base_tasks}
 
 
 def bank_activity(runs: dict) -> dict | None:
@@ -256,6 +257,11 @@ def summarise(results: dict, cfg: LearningBenchConfig) -> dict:
                     if values:
                         entry[metric] = bootstrap_mean(values).to_dict()
                 own = sorted(by_seed)
+                # The gain over each seed's own base: the same tasks, paired by task within the seed.
+                entry["plain_minus_base"] = paired_difference(
+                    [final(by_seed, s, "plain") for s in own],
+                    [by_seed[s]["curve"][0][f"{split}_plain"] for s in own], own,
+                    [(outcomes(by_seed, s, "plain"), by_seed[s].get("base_tasks", {}).get(split)) for s in own])
                 banked_own = [final(by_seed, s, "with_bank") for s in own]
                 if own and None not in banked_own:
                     # The same tasks and streams with and without the bank: paired by task in each seed.
@@ -358,7 +364,8 @@ def markdown(report: dict) -> str:
              f"{n_seeds} seeds ({', '.join(map(str, cfg['seeds']))}), paired by seed; {report['rounds']} rounds "
              f"of the default round size; {cfg['eval_episodes']} evaluation episodes per split and condition. "
              "Mean over seeds with a 95% percentile-bootstrap interval (with few seeds it is too narrow: it "
-             "cannot be wider than the seeds' range); differences against GRPO are paired by seed, in points, "
+             "cannot be wider than the seeds' range); differences (against GRPO, against the seed's base, with the "
+             "bank against without) are paired by seed, in points, "
              "with a 95% Student-t interval and an exact sign-flip permutation p-value (the smallest possible "
              f"with {n_seeds} seeds is {smallest_p(n_seeds):.4f}, larger where a seed's difference is exactly "
              "zero). Success is reward 1; score is the mean reward "
@@ -372,15 +379,16 @@ def markdown(report: dict) -> str:
     for env, by_method in report["table"].items():
         for split in cfg["splits"]:
             lines += [f"## {env} / {split}", "",
-                      "| method | plain success | with bank | retention | with bank − plain (points) | "
-                      "plain − GRPO (points) | p | "
+                      "| method | plain success | plain − base (points) | with bank | retention | "
+                      "with bank − plain (points) | plain − GRPO (points) | p | "
                       "with bank − GRPO plain (points) | p | plain score | with-bank score | "
                       "score − GRPO (points) | p | env steps |",
-                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
             for method, splits in by_method.items():
                 e = splits[split]
                 steps = [r["env_steps"] for r in report["runs"][env][method].values()]
-                lines.append(f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('with_bank'))} | "
+                lines.append(f"| {method} | {_fmt(e.get('plain'))} | {_fmt(e.get('plain_minus_base'), True)} | "
+                             f"{_fmt(e.get('with_bank'))} | "
                              f"{_fmt(e.get('retention'))} | {_fmt(e.get('with_bank_minus_plain'), True)} | "
                              f"{_diff_cells(e.get('minus_grpo'))} | "
                              f"{_diff_cells(e.get('scaffold_minus_grpo_plain'))} | "
@@ -389,7 +397,8 @@ def markdown(report: dict) -> str:
                              f"{_diff_cells(e.get('score_minus_grpo'))} | {sum(steps) / len(steps):,.0f} |")
             lines.append("")
             lines += base_spread(report, env, split)
-            for key, title in (("minus_grpo", "plain − GRPO plain"), ("with_bank_minus_plain", "with bank − plain")):
+            for key, title in (("plain_minus_base", "plain − the seed's base"), ("minus_grpo", "plain − GRPO plain"),
+                               ("with_bank_minus_plain", "with bank − plain")):
                 per_seed = {m: s[split][key] for m, s in by_method.items() if key in s[split]}
                 if per_seed:
                     lines.append(f"Per seed, {title} (points; in brackets the 95% interval of the difference "
