@@ -240,21 +240,23 @@ class Actor:
                 out = model(input_ids=ids, attention_mask=attention, position_ids=positions,
                             cache=past, use_cache=True, logits_to_keep=1)
                 past = out.cache
-                logits = out.logits[:, -1, :].float()
+                # Only rows still open draw: a stream is the episode's for all its steps, so a row that
+                # ended must not use up numbers while its batch-mates go on.
+                logits = out.logits[open_rows, -1, :].float()
                 if greedy:
-                    tokens = logits.argmax(-1)
+                    drawn = logits.argmax(-1)
                 else:
                     probs = torch.softmax(logits / self.cfg.temperature, dim=-1)
-                    tokens = draw(probs, uniforms(generators, device))
-                tokens = tokens.tolist()
-                for b in list(open_rows):
-                    responses[b].append(tokens[b])
-                    if tokens[b] == eos:
+                    drawn = draw(probs, uniforms([generators[b] for b in open_rows], device))
+                # Finished rows keep stepping (a batch moves together) on padding, which nothing reads.
+                tokens = [self.pad_id] * len(prompts)
+                for b, token in zip(list(open_rows), drawn.tolist()):
+                    tokens[b] = token
+                    responses[b].append(token)
+                    if token == eos:
                         open_rows.remove(b)
                 if not open_rows:
                     break
-                # Finished rows keep stepping (a batch moves together) but nothing they draw is kept;
-                # each row still draws once a step, so a row's stream does not depend on the others.
                 ids = torch.tensor(tokens, device=device)[:, None]
                 attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
                 positions = positions[:, -1:] + 1
