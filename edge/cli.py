@@ -146,8 +146,7 @@ def warmup_cmd(
 
 @app.command("train")
 def train_cmd(
-    method: str = typer.Option(None, help="grpo | edge | edge-no-distill | edge-static-bank | edge-no-prune | "
-                               "edge-oracle-bank | edge-random-bank (see train.method in edge/config.py)"),
+    method: str = typer.Option(None, help=" | ".join(METHODS) + " (see train.method in edge/config.py)"),
     env: str = typer.Option(None, help="Environment (default: train.env)."),
     rounds: int = typer.Option(None, min=1, help="Rounds (default: train.rounds)."),
     seed: int = typer.Option(None, help="Seed (default: seed)."),

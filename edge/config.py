@@ -268,12 +268,16 @@ class EvalConfig(_Section):
     learning benchmark's methods share one per seed). None: every run evaluates its own."""
 
 
+METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-oracle-bank",
+           "edge-random-bank")
+"""Every method name, in the order tables list them (``train.method`` documents each)."""
+
+
 class TrainConfig(_Section):
     """The training run (`edge train`)."""
 
     env: str = "household"
-    method: Literal["grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-oracle-bank",
-                    "edge-random-bank"] = "grpo"
+    method: Literal[METHODS] = "grpo"
     """``grpo``: the baseline. ``edge``: the method. Ablations: ``edge-no-distill`` (lambda_d = 0),
     ``edge-static-bank`` (synthesis in round 0 only, no pruning), ``edge-no-prune``. Controls:
     ``edge-oracle-bank`` (every task retrieves the environment's true advice; no bank, no synthesis,
@@ -306,11 +310,6 @@ class MethodSettings:
     def stores_bank(self) -> bool:
         """The run keeps a LanceDB bank (credit, synthesis, pruning, snapshots)."""
         return self.use_bank and self.experience != "oracle"
-
-
-METHODS = ("grpo", "edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-oracle-bank",
-           "edge-random-bank")
-"""Every method name, in the order tables list them."""
 
 
 def method_settings(params: EdgeParams) -> MethodSettings:

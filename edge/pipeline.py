@@ -104,16 +104,16 @@ def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
     """The `compare` stage: a table and a plot across methods (paired by seed and tasks)."""
     from edge.plots import compare_plot
 
-    table, curves = [], {}
+    table, curves, folders = [], {}, {}
     for folder in run_folders:
         metrics = json.loads((Path(folder) / "metrics.json").read_text())
         rows = json.loads((Path(folder) / "curve.json").read_text())
         table.append(metrics)
+        folders[metrics["method"]] = Path(folder)
         curves[f"{metrics['method']} s{metrics['seed']}"] = [
             (r["round"], r["eval_test_seen_plain"], r.get("eval_test_seen_with_bank"))
             for r in rows if r.get("eval_test_seen_plain") is not None]
     by_method = {m["method"]: m for m in table}
-    folders = {json.loads((Path(f) / "metrics.json").read_text())["method"]: Path(f) for f in run_folders}
     summary = {"runs": table}
     if "grpo" in by_method:
         from edge.benchmarking.stats import paired_task_difference

@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from statistics import fmean, stdev
+from statistics import StatisticsError, correlation, fmean, stdev
 
 from edge.benchmarking.stats import (
     bootstrap_mean,
@@ -40,7 +40,7 @@ from edge.benchmarking.stats import (
     smallest_p,
     t_interval_mean,
 )
-from edge.config import METHODS  # noqa: E402  (every method, the controls included)
+from edge.config import METHODS
 
 BASELINE = "grpo"
 
@@ -162,9 +162,9 @@ def read_run(folder: Path, splits: list[str]) -> dict:
         if (round_dir / "eval.json").exists():
             ev = json.loads((round_dir / "eval.json").read_text())
             points.append((ev["round"], steps, ev))
-        scores = json.loads((round_dir / "scores.json").read_text())
-        contribution, groups = scores["summary"], scores["groups"]
         if params["train"]["method"] != "grpo":
+            scores = json.loads((round_dir / "scores.json").read_text())
+            contribution, groups = scores["summary"], scores["groups"]
             # Success of the plain and the conditioned members of the groups that retrieved (the split ones).
             record = {"round": int(round_dir.name[-3:]), "hit_rate": contribution["retrieval_hit_rate"],
                       "delta_mean": contribution["delta_mean"],
@@ -299,6 +299,10 @@ def _diff_cells(e: dict | None) -> str:
     return f"{_fmt(e, True)} | {e['p_value']:.3f}" if e else "– | –"
 
 
+def _num(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
 def _seed_cell(seed: str, value: float, tasks: dict | None) -> str:
     interval = f" [{tasks['low'] * 100:+.1f}, {tasks['high'] * 100:+.1f}]" if tasks else ""
     return f"s{seed} {value * 100:+.1f}{interval}"
@@ -337,9 +341,10 @@ def base_spread(report: dict, env: str, split: str) -> list[str]:
         return []
 
     def corr(xs, ys):
-        mx, my = fmean(xs), fmean(ys)
-        sx, sy = (sum((x - mx) ** 2 for x in xs)) ** 0.5, (sum((y - my) ** 2 for y in ys)) ** 0.5
-        return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / (sx * sy) if sx and sy else None
+        try:
+            return correlation(xs, ys)
+        except StatisticsError:  # a constant series: no correlation
+            return None
 
     lines = ["The warm start's part in the spread: base success per seed " + ", ".join(
         f"s{s} {base[s]:.1%}" for s in seeds) + f" (sd {100 * stdev(base.values()):.1f} points).", "",
@@ -419,12 +424,9 @@ def markdown(report: dict) -> str:
             for method, a in activity.items():
                 delta = "–" if a["delta_mean"] is None else f"{a['delta_mean']:+.3f}"
                 positive = "–" if a["delta_positive_share"] is None else f"{a['delta_positive_share']:.0%}"
-                def num(v, digits):
-                    return "–" if v is None else f"{v:.{digits}f}"
-
                 lines.append(f"| {method} | {a['hit_rate']:.0%} | {delta} | {positive} | "
-                             f"{num(a['added_per_round'], 1)} | {num(a['pruned_per_round'], 1)} | "
-                             f"{num(a['final_size_active'], 0)} | {a['distilled_share']:.0%} |")
+                             f"{_num(a['added_per_round'], 1)} | {_num(a['pruned_per_round'], 1)} | "
+                             f"{_num(a['final_size_active'], 0)} | {a['distilled_share']:.0%} |")
             lines.append("")
         lines += scaffold_record(report, env)
     return "\n".join(lines) + "\n"
