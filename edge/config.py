@@ -225,6 +225,11 @@ class BankConfig(_Section):
     (~6-7 ms fixed cost a query; add a vector index for very large banks)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
+    conditioned_pg: Literal["all", "helpful", "none"] = "all"
+    """Which conditioned members take the policy-gradient term, in their own context: ``all`` (the
+    spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they
+    then serve the credit and the distillation only). PG on conditioned members of groups where the
+    block did not help can teach the model to ignore the block."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
     merge_threshold: float = Field(0.95, ge=-1, le=1)
@@ -247,6 +252,16 @@ class DistillConfig(_Section):
     """lambda_d: weight of L_distill in the update (0 turns distillation off)."""
     estimator: Literal["exact", "sampled"] = "exact"
     """``exact``: sum over the admissible actions (score mode); ``sampled``: on the student's action."""
+    states: Literal["plain", "conditioned", "both"] = "plain"
+    """Which states the plain student is distilled on: ``plain``, the plain members' own states (the
+    spec); ``conditioned``, the conditioned members' states with the experience removed (the states the
+    scaffold led to); ``both``. The last two need ``estimator: exact``."""
+    gate: Literal["credit", "retrieved"] = "credit"
+    """Which groups are distilled: ``credit``, those whose experience helped (c(x) > 0), weighted by
+    c(x) (the spec); ``retrieved``, every group that retrieved, each weighted 1."""
+    teacher: Literal["current", "base"] = "current"
+    """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
+    the run's starting checkpoint with the experience, the same for the whole run."""
 
 
 class EvalConfig(_Section):

@@ -33,12 +33,13 @@ from filelock import FileLock
 
 from edge.algorithms.contribution import (
     GroupContribution,
+    conditioned_pg_filter,
     credit_by_entry,
     ema_utility,
     group_contributions,
     summary,
 )
-from edge.algorithms.distill import attach, distill_samples, make_distill_loss
+from edge.algorithms.distill import advice_shift, attach, distill_samples, make_distill_loss
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
@@ -186,8 +187,9 @@ class Run:
             g = self.params.grpo
             optimizer = torch.optim.AdamW([p for p in policy.model.parameters() if p.requires_grad],
                                           lr=g.lr, weight_decay=g.weight_decay)
-            if g.beta > 0 and not policy.uses_lora:
-                # The KL anchor is the run's starting point (the warm-started base), not last round.
+            if (g.beta > 0 or self.params.distill.teacher == "base") and not policy.uses_lora:
+                # The KL anchor (and the fixed distillation teacher) is the run's starting point (the
+                # warm-started base), not last round.
                 base = load_policy(self.params.policy, checkpoint=self.checkpoint(0), seed=self.params.seed,
                                    envs=[self.params.train.env])
                 policy._reference = base.model.eval().requires_grad_(False)
@@ -379,15 +381,21 @@ def update_stage(run: Run, k: int) -> Path:
                               g.max_grad_norm)
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "update"))
     actor = Actor(policy)
+    contributions = read_contributions(run, k) if run.settings.use_bank else []
+    samples = conditioned_pg_filter(samples, trajectories, contributions, run.params.bank.conditioned_pg)
     extra_loss, n_distill, n_distill_only = None, 0, 0
+    d_cfg = run.params.distill
+    # Before the update: how far the experience block moves the collecting policy on the plain states.
+    shift = advice_shift(actor, trajectories) if run.settings.use_bank else None
     if run.settings.distill_coef > 0:
-        # Teacher log-probs come from the weights that collected the rollouts, frozen for the update.
-        distill = distill_samples(actor, trajectories, read_contributions(run, k), run.params.distill.estimator)
+        # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
+        distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
+                                  d_cfg.teacher)
         n_distill = len(distill)
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
-            extra_loss = make_distill_loss(run.settings.distill_coef, run.params.distill.estimator)
+            extra_loss = make_distill_loss(run.settings.distill_coef, d_cfg.estimator)
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
@@ -412,6 +420,7 @@ def update_stage(run: Run, k: int) -> Path:
         "train_success_conditioned": sum(t.won for t in conditioned) / len(conditioned) if conditioned else None,
         "distill_samples": n_distill,
         "distill_only_samples": n_distill_only,
+        "advice_shift_kl": shift,
         "experience_tokens": sum(len(s.decision.prompt_ids) for t in conditioned for s in t.steps)
         - sum(len(actor.builder.prompt_ids(t.state_at(i))) for t in conditioned for i in range(len(t.steps))),
         "train_reward": sum(t.reward for t in trajectories) / len(trajectories),

@@ -94,3 +94,15 @@ def summary(contributions: list[GroupContribution], n_groups: int) -> dict[str, 
         "credit_mean": sum(c.credit for c in contributions) / n if n else 0.0,
         "retrieval_hit_rate": n / n_groups if n_groups else 0.0,
     }
+
+
+def conditioned_pg_filter(samples: list, trajectories: list[Trajectory], contributions: list[GroupContribution],
+                          which: str) -> list:
+    """The policy-gradient samples kept under ``bank.conditioned_pg``: ``all``; ``helpful``, a
+    conditioned member's steps only where its group's Delta > 0; ``none``, no conditioned member's
+    steps. Plain members' samples are always kept (their advantages stay those of the whole group)."""
+    if which == "all":
+        return samples
+    helped = {c.group_id for c in contributions if c.delta > 0} if which == "helpful" else set()
+    dropped = {t.traj_id for t in trajectories if t.conditioned and t.group_id not in helped}
+    return [s for s in samples if s.key[0] not in dropped]

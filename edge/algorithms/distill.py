@@ -1,38 +1,53 @@
 """Reverse-KL distillation of the experience-conditioned teacher into the plain student.
 
-    L_distill = sum_s w_s c(x_s) KL( pi_theta(.|s) || pi_T(.|s, E(x_s)) ) / sum_s' w_s'
+    L_distill = sum_s w_s g(x_s) KL( pi_theta(.|s) || pi_T(.|s, E(x_s)) ) / sum_s' w_s'
 
-States ``s`` are the student's own: every step of the *plain* trajectories of tasks whose
-experience helped (c(x) > 0). The teacher is the same network with E(x) in its prompt, evaluated
-once before the update and frozen (stop-gradient). Reverse KL is mode-seeking: it only reshapes
-mass on actions the student takes, which is why only helpful guidance is distilled.
+The student is the plain policy (no experience block) on state ``s``; the teacher is a network with
+E(x) in its prompt, evaluated once before the update and frozen (stop-gradient). Reverse KL is
+mode-seeking: it only reshapes mass on actions the student takes. Which states, which groups and
+which teacher are options (``DistillConfig``; the spec says what each default rests on):
 
-The distillation term rides on the policy-gradient samples of the same states (``attach``): a
+- ``states``: ``plain`` (the spec): every step of the plain members' trajectories, the student's
+  own states; ``conditioned``: the conditioned members' states with the experience removed, the
+  states the scaffold led to, which the plain student may never reach on its own; ``both``.
+- ``gate``: ``credit`` (the spec): groups with c(x) = max(Delta(x), 0) > 0, weighted g = c(x);
+  ``retrieved``: every group that retrieved, weighted g = 1 (for guidance known to help, like the
+  oracle's, where Delta is mostly sampling noise).
+- ``teacher``: ``current``, the weights that collected the rollouts (the spec); ``base``, the run's
+  starting checkpoint, fixed for the whole run (OEL keeps its teacher fixed), so that what the
+  policy learns about the experience block cannot move the target.
+
+The distillation term rides on the policy-gradient samples of the same states (``attach``): a plain
 state that carries both terms is one sample, so EDGE takes the same optimizer steps on the same
 minibatches as GRPO, and both terms are averaged with the update's unit weights ``w_s`` over the
-same minibatch (``grpo.policy_update``). In generate mode the sampled KL has one unit per token,
-weighted like the PG term's tokens.
+same minibatch (``grpo.policy_update``). A conditioned member's state seen without the experience is
+another prompt than its PG sample, so it joins as a distillation-only sample. In generate mode the
+sampled KL has one unit per token, weighted like the PG term's tokens.
 
 Two estimators:
 - ``sampled``: on the action the student sampled, ``log pi_theta(a|s) - log pi_T(a|s,E)``, whose
   gradient is the policy-gradient form with per-unit advantage ``-(log pi_theta - log pi_T)``.
-  Works in both action modes (per token in generate mode).
+  Works in both action modes (per token in generate mode); only on the student's own states.
 - ``exact`` (score mode): the sum over the admissible actions,
   ``sum_a pi_theta(a|s) (log pi_theta(a|s) - log pi_T(a|s,E))``.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Literal
 
 import torch
 
 from edge.algorithms.contribution import GroupContribution
-from edge.algorithms.grpo import Sample
+from edge.algorithms.grpo import Sample, using_reference
 from edge.policy.actor import Actor
 from edge.rollout import Trajectory
 
 Estimator = Literal["sampled", "exact"]
+States = Literal["plain", "conditioned", "both"]
+Gate = Literal["credit", "retrieved"]
+Teacher = Literal["current", "base"]
 
 
 def reverse_kl_exact(student_logp: torch.Tensor, teacher_logp: torch.Tensor) -> torch.Tensor:
@@ -48,42 +63,96 @@ def reverse_kl_sampled_loss(student_logp: torch.Tensor, teacher_logp: torch.Tens
     return (-advantage * student_logp).sum(), float((student_logp.detach() - teacher_logp).sum())
 
 
+def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[str, float]:
+    """The weight g(x) of each group whose states are distilled (groups not listed are not)."""
+    if gate == "credit":
+        return {c.group_id: c.credit for c in contributions if c.credit > 0}
+    return {c.group_id: 1.0 for c in contributions}
+
+
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
-                    estimator: Estimator) -> list[Sample]:
-    """One sample per step of the plain trajectories of groups with c(x) > 0, with the frozen
-    teacher's log-probabilities attached."""
+                    estimator: Estimator, states: States = "plain", gate: Gate = "credit",
+                    teacher: Teacher = "current") -> list[Sample]:
+    """The distillation samples of a round: one per distilled state, as the plain student sees it,
+    with the group's weight (``extras["credit"]``) and the frozen teacher's log-probabilities
+    (``extras["teacher"]``) attached."""
     if estimator == "exact" and actor.cfg.mode != "score":
         raise ValueError("distill.estimator 'exact' needs policy.mode 'score' (a finite action set)")
-    credit = {c.group_id: c for c in contributions if c.credit > 0}
+    if estimator == "sampled" and states != "plain":
+        raise ValueError(f"distill.states {states!r} needs distill.estimator 'exact': on a conditioned member's "
+                         "states the action was sampled by the teacher, not the student, so the sampled "
+                         "reverse-KL estimate does not apply")
+    weights = group_weights(contributions, gate)
+    block = {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
     samples, teacher_prompts = [], []
     for traj in trajectories:
-        c = credit.get(traj.group_id)
-        if c is None or traj.conditioned:
+        g = weights.get(traj.group_id)
+        if g is None or traj.group_id not in block:
             continue
-        experience = next(t.experience.text for t in trajectories if t.group_id == traj.group_id and t.conditioned)
-        for i, step in enumerate(traj.steps):
-            d = step.decision
-            if d.candidate_ids is None and not d.response_ids:
-                continue
-            samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
-                                  len(traj.steps), pg=False, extras={"credit": c.credit}, key=(traj.traj_id, i)))
-            teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, experience)))
-    with torch.inference_mode():
+        if not traj.conditioned and states in ("plain", "both"):
+            # The student's own state: the same prompt as its PG sample, so both terms share one sample.
+            for i, step in enumerate(traj.steps):
+                d = step.decision
+                if d.candidate_ids is None and not d.response_ids:
+                    continue
+                samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
+                                      len(traj.steps), pg=False, extras={"credit": g}, key=(traj.traj_id, i)))
+                teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, block[traj.group_id])))
+        elif traj.conditioned and states in ("conditioned", "both"):
+            # The state the scaffold led to, shown to the student without the block (its own key: the
+            # PG sample of this step is the conditioned prompt). The teacher sees the block it acted on.
+            for i, step in enumerate(traj.steps):
+                d = step.decision
+                if d.candidate_ids is None:
+                    continue
+                samples.append(Sample(actor.builder.prompt_ids(traj.state_at(i)), d.candidate_ids, d.chosen, None,
+                                      [0.0], 0.0, len(traj.steps), pg=False, extras={"credit": g},
+                                      key=(traj.traj_id + "/without-experience", i)))
+                advised = traj.state_at(i, step.experience or block[traj.group_id])
+                teacher_prompts.append(actor.builder.prompt_ids(advised))
+    with torch.inference_mode(), (using_reference(actor) if teacher == "base" else nullcontext()):
         if actor.cfg.mode == "score":
-            teacher = actor.action_logprobs(teacher_prompts, [s.candidate_ids for s in samples])
-            for s, t in zip(samples, teacher):
+            logps = actor.action_logprobs(teacher_prompts, [s.candidate_ids for s in samples]) if samples else []
+            for s, t in zip(samples, logps):
                 s.extras["teacher"] = t.tolist() if estimator == "exact" else [float(t[s.chosen])]
         else:
-            teacher = actor.token_logprobs(teacher_prompts, [s.response_ids for s in samples])
-            for s, t in zip(samples, teacher):
+            logps = actor.token_logprobs(teacher_prompts, [s.response_ids for s in samples]) if samples else []
+            for s, t in zip(samples, logps):
                 s.extras["teacher"] = t.tolist()
     return samples
 
 
+def advice_shift(actor: Actor, trajectories: list[Trajectory]) -> float | None:
+    """How much the experience block moves the policy, on the same states: the mean over the plain
+    members' states of groups that retrieved of KL(pi(.|s) || pi(.|s, E)), at the current weights
+    (score mode; None otherwise or when nothing retrieved). It falls towards zero when the policy
+    learns to ignore the block, and when the plain policy has learned what the block says."""
+    if actor.cfg.mode != "score":
+        return None
+    block = {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
+    plain_prompts, advised_prompts, candidates = [], [], []
+    for traj in trajectories:
+        if traj.conditioned or traj.group_id not in block:
+            continue
+        for i, step in enumerate(traj.steps):
+            if step.decision.candidate_ids is None:
+                continue
+            plain_prompts.append(step.decision.prompt_ids)
+            advised_prompts.append(actor.builder.prompt_ids(traj.state_at(i, block[traj.group_id])))
+            candidates.append(step.decision.candidate_ids)
+    if not candidates:
+        return None
+    with torch.inference_mode():
+        plain = actor.action_logprobs(plain_prompts, candidates)
+        advised = actor.action_logprobs(advised_prompts, candidates)
+    return float(sum(reverse_kl_exact(p, a) for p, a in zip(plain, advised)) / len(candidates))
+
+
 def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample], int]:
     """One sample per state: a distillation state that is also a PG sample carries both terms on that
-    sample; the others (states whose PG advantage is zero) join as distillation-only samples.
-    Returns the update's samples and how many are distillation-only."""
+    sample; the others (states whose PG advantage is zero, conditioned members' states seen without
+    the experience) join as distillation-only samples. Returns the update's samples and how many are
+    distillation-only."""
     by_key = {s.key: s for s in pg_samples}
     only = []
     for d in distill:
@@ -96,7 +165,7 @@ def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample
 
 
 def make_distill_loss(coef: float, estimator: Estimator):
-    """The ``extra_loss`` hook for ``policy_update``: coef * c(x) * KL on every state that carries the
+    """The ``extra_loss`` hook for ``policy_update``: coef * g(x) * KL on every state that carries the
     teacher, with the update's normalised unit weights (the same as the PG term's)."""
 
     def extra_loss(chunk, units, full, weights):

@@ -21,6 +21,7 @@ optimizer steps on its ``N x G`` episodes whatever the episodes' lengths. Anothe
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -149,17 +150,25 @@ class UpdateConfig:
     max_grad_norm: float
 
 
-def fill_reference_logprobs(actor: Actor, samples: list[Sample]) -> None:
-    with actor.policy.reference() as ref_model, torch.inference_mode():
+@contextmanager
+def using_reference(actor: Actor):
+    """Within this block ``actor`` computes with the frozen reference (``Policy.reference``: the
+    warm-started base) instead of the live weights."""
+    with actor.policy.reference() as ref_model:
         live = actor.backbone, actor.lm_head
         actor.backbone, actor.lm_head = ref_model.get_decoder(), ref_model.get_output_embeddings()
         try:
-            for start in range(0, len(samples), actor.cfg.micro_batch_size):
-                chunk = samples[start:start + actor.cfg.micro_batch_size]
-                for s, lp in zip(chunk, sample_logprobs(actor, chunk)):
-                    s.ref_logp = lp.tolist()
+            yield actor
         finally:
             actor.backbone, actor.lm_head = live
+
+
+def fill_reference_logprobs(actor: Actor, samples: list[Sample]) -> None:
+    with using_reference(actor), torch.inference_mode():
+        for start in range(0, len(samples), actor.cfg.micro_batch_size):
+            chunk = samples[start:start + actor.cfg.micro_batch_size]
+            for s, lp in zip(chunk, sample_logprobs(actor, chunk)):
+                s.ref_logp = lp.tolist()
 
 
 def minibatch_bounds(n_samples: int, minibatches: int) -> list[tuple[int, int]]:

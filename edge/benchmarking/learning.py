@@ -172,6 +172,7 @@ def read_run(folder: Path, splits: list[str]) -> dict:
                       "train_success_plain": fmean(g["success_plain"] for g in groups) if groups else None,
                       "train_success_conditioned": fmean(g["success_conditioned"] for g in groups) if groups else None,
                       "distill_kl": metrics.get("distill_kl", 0.0),
+                      "advice_shift_kl": metrics.get("advice_shift_kl"),
                       "distill_samples": metrics.get("distill_samples", 0), "samples": metrics.get("samples", 0)}
             if (round_dir / "bank_changes.json").exists():
                 changes = json.loads((round_dir / "bank_changes.json").read_text())

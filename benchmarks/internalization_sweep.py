@@ -1,0 +1,191 @@
+"""Internalization on the oracle control: which distillation options make the plain policy keep what
+perfect guidance teaches (issue 14).
+
+Every configuration is `edge-oracle-bank` (every task retrieves the environment's true advice, so the
+guidance is known to help) at the default budget with some options changed; each runs in its own
+folder from the per-seed warm starts the learning benchmark uses, and is evaluated once, after its
+last round, on the same 400 `household` test_seen tasks and streams as the benchmark's runs. So each
+configuration is compared, seed by seed and task by task, with the benchmark's GRPO run and its
+default oracle control (`--reference-runs`, default benchmarks/runs) without running those again.
+With `--budget 2` (the longer view) GRPO and the default oracle control run again, at twice the rounds.
+
+    .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2]
+
+Resumable: finished runs are skipped. Writes benchmarks/results/internalization.{md,json}: per
+configuration the final plain success, success with the advice, retention, plain − GRPO and plain −
+the default oracle control (mean over seeds with the Student-t interval; per seed paired by task), and
+per round the training groups' plain / conditioned success, the distillation KL and the advice shift
+(KL between the policy with and without the advice on the plain members' states).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from statistics import fmean
+
+from edge.benchmarking.learning import (
+    LearningBenchConfig,
+    paired_difference,
+    read_run,
+    run_benchmark,
+    run_name,
+    summarise,
+)
+
+ROOT = Path("benchmarks/sweep/internalization")
+BASES = Path("benchmarks/sweep/bases")
+OUT = Path("benchmarks/results")
+METHOD = "edge-oracle-bank"
+SPLIT = "test_seen"
+
+# name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices).
+CONFIGS = {
+    "o0": ("the spec: plain states of credited groups, weight c(x); current teacher", []),
+    "o1": ("plain states of every group that retrieved, weight 1",
+           ["distill.gate=retrieved"]),
+    "o2": ("the conditioned members' states without the advice, every group",
+           ["distill.gate=retrieved", "distill.states=conditioned"]),
+    "o3": ("both kinds of states, every group",
+           ["distill.gate=retrieved", "distill.states=both"]),
+    "o4": ("o3 with a fixed teacher (the warm-started base with the advice)",
+           ["distill.gate=retrieved", "distill.states=both", "distill.teacher=base"]),
+    "o5": ("o3 with no PG on the conditioned members",
+           ["distill.gate=retrieved", "distill.states=both", "bank.conditioned_pg=none"]),
+    "o6": ("o3 with PG on conditioned members only where the advice helped",
+           ["distill.gate=retrieved", "distill.states=both", "bank.conditioned_pg=helpful"]),
+    "o7": ("o3 with lambda_d = 3",
+           ["distill.gate=retrieved", "distill.states=both", "distill.coef=3.0"]),
+}
+
+
+def bench_config(name: str, methods: list[str], seeds: list[int], budget: float, jobs: int) -> LearningBenchConfig:
+    folder = name if budget == 1 else f"{name}-x{budget:g}"
+    return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, budget=budget, eval_episodes=400,
+                               splits=[SPLIT], eval_every=10_000, intermediate_episodes=None, jobs=jobs,
+                               runs_dir=ROOT / folder, out_dir=ROOT / "results", name=f"sweep_{folder}",
+                               extra=CONFIGS[name][1], bases_dir=BASES)
+
+
+def per_round(run: dict) -> list[dict]:
+    """The scaffold round by round: training groups' plain / conditioned success, distillation KL,
+    advice shift."""
+    return [{k: r.get(k) for k in ("round", "train_success_plain", "train_success_conditioned", "distill_kl",
+                                   "advice_shift_kl")} for r in run["bank_rounds"]]
+
+
+def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_runs: Path) -> dict:
+    if budget == 1 and name == "o0":  # the benchmark's own oracle control is this configuration
+        oracle = {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
+    else:
+        # The longer view's reference folder (o0) also holds its GRPO runs.
+        methods = ["grpo", METHOD] if budget != 1 and name == "o0" else [METHOD]
+        cfg = bench_config(name, methods, seeds, budget, jobs)
+        report = run_benchmark(cfg, command=f"benchmarks/internalization_sweep.py --only {name}", track=False)
+        oracle = {int(s): r for s, r in report["runs"]["household"][METHOD].items()}
+    if budget == 1:
+        grpo = {s: read_run(reference_runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
+        default = {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
+    else:
+        runs = ROOT / f"o0-x{budget:g}"
+        grpo = {s: read_run(runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
+        default = {s: read_run(runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
+    cfg = LearningBenchConfig(envs=["household"], methods=["grpo", METHOD], seeds=seeds, splits=[SPLIT])
+    entry = summarise({"household": {"grpo": grpo, METHOD: oracle}}, cfg)["household"][METHOD][SPLIT]
+
+    def plain(runs, s):
+        return runs[s]["final"][f"{SPLIT}_plain"]
+
+    def tasks(runs, s):
+        return runs[s]["final_tasks"][SPLIT]["plain"]
+
+    return {
+        "asks": CONFIGS[name][0], "overrides": CONFIGS[name][1], "budget": budget, "seeds": seeds,
+        "plain": {s: plain(oracle, s) for s in seeds},
+        "with_advice": {s: oracle[s]["final"][f"{SPLIT}_with_bank"] for s in seeds},
+        "retention": {s: oracle[s]["final"][f"{SPLIT}_retention"] for s in seeds},
+        "grpo": {s: plain(grpo, s) for s in seeds},
+        "minus_grpo": entry["minus_grpo"], "with_advice_minus_plain": entry["with_bank_minus_plain"],
+        "minus_default": paired_difference([plain(oracle, s) for s in seeds], [plain(default, s) for s in seeds],
+                                           seeds, [(tasks(oracle, s), tasks(default, s)) for s in seeds]),
+        "rounds": {s: per_round(oracle[s]) for s in seeds},
+        "run_minutes": fmean(r["run_seconds"] for r in oracle.values() if r["run_seconds"]) / 60,
+    }
+
+
+def key(name: str, budget: float) -> str:
+    return name if budget == 1 else f"{name}-x{budget:g}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
+    parser.add_argument("--only", action="append", help="configurations to run (default all)")
+    parser.add_argument("--budget", type=float, default=1.0, help="multiplies the rounds (2: the longer view)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
+                        help="the learning benchmark's runs (GRPO and the default oracle control at budget 1)")
+    args = parser.parse_args()
+    seeds = args.seed or [0, 1]
+    previous = OUT / "internalization.json"
+    rows = json.loads(previous.read_text()) if previous.exists() else {}
+    names = [n for n in CONFIGS if not args.only or n in args.only]
+    if args.budget != 1 and "o0" not in names:
+        names.insert(0, "o0")  # the reference runs of the longer view
+    for name in names:
+        rows[key(name, args.budget)] = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
+        write(rows)
+
+
+def _points(e: dict) -> str:
+    return f"{100 * e['mean']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}]"
+
+
+def _per_seed(e: dict) -> str:
+    tasks = e.get("per_seed_tasks", {})
+    return ", ".join(f"s{s} {100 * d:+.1f}" + (f" [{100 * tasks[s]['low']:+.1f}, {100 * tasks[s]['high']:+.1f}]"
+                                              if s in tasks else "") for s, d in e["per_seed"].items())
+
+
+def write(rows: dict) -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "internalization.json").write_text(json.dumps(rows, indent=2) + "\n")
+    lines = ["# Internalization on the oracle control (household, test_seen)", "",
+             "`edge-oracle-bank` with distillation options changed, at the default budget (`-x2`: twice the rounds), "
+             "from each seed's own warm start; 400 evaluation episodes after the last round, on the same tasks and "
+             "streams as GRPO's and the default oracle control's runs of the learning benchmark. Differences are in "
+             "points: the mean over seeds with its 95% Student-t interval, then per seed with the interval paired by "
+             "task. Command: `.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
+             "| config | what it asks | seeds | plain | with advice | retention | plain − GRPO | per seed | "
+             "plain − o0 | with advice − plain | min / run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, r in rows.items():
+        retention = [v for v in r["retention"].values() if v is not None]
+        lines.append(
+            f"| {name} | {r['asks']} | {len(r['seeds'])} | {fmean(r['plain'].values()):.1%} | "
+            f"{fmean(r['with_advice'].values()):.1%} | {fmean(retention):.1%} | {_points(r['minus_grpo'])} | "
+            f"{_per_seed(r['minus_grpo'])} | {_points(r['minus_default'])} | "
+            f"{_points(r['with_advice_minus_plain'])} | {r['run_minutes']:.1f} |")
+    lines += ["", "Overrides: " + "; ".join(f"{n}: `{' '.join(r['overrides']) or 'none'}`" for n, r in rows.items()),
+              "", "## Round by round", "",
+              "Training groups: plain / conditioned members' success; distillation KL per distilled state (during "
+              "the update); advice shift: KL(policy without ‖ with the advice) on the plain members' states before "
+              "the update (– where not recorded).", ""]
+    for name, r in rows.items():
+        n = max(len(v) for v in r["rounds"].values())
+        lines += [f"### {name}", "", "| seed | " + " | ".join(f"r{k}" for k in range(n)) + " |",
+                  "|---|" + "---|" * n]
+        for seed, rounds in r["rounds"].items():
+            cells = []
+            for x in rounds:
+                shift = "–" if x["advice_shift_kl"] is None else f"{x['advice_shift_kl']:.2f}"
+                cond = x["train_success_conditioned"]
+                cells.append(f"{x['train_success_plain']:.0%}/{cond:.0%} ({x['distill_kl']:.2f}; {shift})"
+                             if cond is not None else "–")
+            lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+        lines.append("")
+    (OUT / "internalization.md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""What gets distilled, from which teacher, and which conditioned members take the PG term
+(``distill.states / gate / teacher``, ``bank.conditioned_pg``): the options the internalization
+benchmark compares."""
+
+import json
+
+import pytest
+import torch
+
+from edge.algorithms.contribution import conditioned_pg_filter, group_contributions
+from edge.algorithms.distill import advice_shift, attach, distill_samples, make_distill_loss, reverse_kl_exact
+from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
+from edge.config import parse_params
+from edge.train import train
+from tests.test_paired_evaluation import ADVICE, control_params, tiny_actor, toy_groups
+
+
+def teachers(samples) -> list[float]:
+    return [x for s in samples for x in s.extras["teacher"]]
+
+
+def steps_of(trajectories, keep):
+    return {(t.traj_id, i) for t in trajectories if keep(t) for i in range(len(t.steps))}
+
+
+def test_conditioned_states_are_distilled_without_the_experience_in_the_students_prompt():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    contributions = group_contributions(trajectories)
+    helped = {c.group_id for c in contributions if c.credit > 0}
+    samples = distill_samples(actor, trajectories, contributions, "exact", states="conditioned")
+    expected = steps_of(trajectories, lambda t: t.conditioned and t.group_id in helped)
+    assert samples and {(k.removesuffix("/without-experience"), i) for k, i in (s.key for s in samples)} == expected
+    by_id = {t.traj_id: t for t in trajectories}
+    for s in samples:
+        traj, i = by_id[s.key[0].removesuffix("/without-experience")], s.key[1]
+        # The student sees the state without the block; the collected decision saw it with the block.
+        assert s.prompt_ids == actor.builder.prompt_ids(traj.state_at(i))
+        assert s.prompt_ids != traj.steps[i].decision.prompt_ids
+        assert len(s.extras["teacher"]) == len(s.candidate_ids) and s.extras["credit"] == pytest.approx(0.5)
+    # Such a state is never a PG sample's twin: all of them join as distillation-only samples.
+    _, only = attach(grpo_samples(trajectories)[0], samples)
+    assert only == len(samples)
+    both = distill_samples(actor, trajectories, contributions, "exact", states="both")
+    plain = distill_samples(actor, trajectories, contributions, "exact", states="plain")
+    assert len(both) == len(plain) + len(samples)
+    with pytest.raises(ValueError, match="distill.states 'conditioned' needs distill.estimator 'exact'"):
+        distill_samples(actor, trajectories, contributions, "sampled", states="conditioned")
+
+
+def test_the_retrieved_gate_distills_every_group_that_retrieved_with_weight_one():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    contributions = group_contributions(trajectories)
+    credited = distill_samples(actor, trajectories, contributions, "exact", gate="credit")
+    retrieved = distill_samples(actor, trajectories, contributions, "exact", gate="retrieved")
+    # Group 2 (Delta 0) is distilled only under the retrieved gate.
+    assert {s.key for s in retrieved} == steps_of(trajectories, lambda t: not t.conditioned)
+    assert {s.key for s in credited} < {s.key for s in retrieved}
+    assert {s.extras["credit"] for s in retrieved} == {1.0}
+
+
+def test_the_base_teacher_is_the_frozen_reference_not_the_live_weights():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    contributions = group_contributions(trajectories)
+    current = distill_samples(actor, trajectories, contributions, "exact", teacher="current")
+    base = distill_samples(actor, trajectories, contributions, "exact", teacher="base")
+    # Before any update the reference is a copy of these weights: the same teacher.
+    assert teachers(base) == pytest.approx(teachers(current), abs=1e-5)
+    with torch.no_grad():
+        for p in actor.policy.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    moved = distill_samples(actor, trajectories, contributions, "exact", teacher="current")
+    still = distill_samples(actor, trajectories, contributions, "exact", teacher="base")
+    assert teachers(still) == pytest.approx(teachers(base), abs=1e-5)
+    assert teachers(moved) != pytest.approx(teachers(current), abs=1e-3)
+
+
+def test_conditioned_pg_keeps_all_helpful_or_no_conditioned_members():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    contributions = group_contributions(trajectories)
+    samples, _ = grpo_samples(trajectories)
+    conditioned = {t.traj_id for t in trajectories if t.conditioned}
+    assert conditioned_pg_filter(samples, trajectories, contributions, "all") == samples
+    none = conditioned_pg_filter(samples, trajectories, contributions, "none")
+    assert none and not {s.key[0] for s in none} & conditioned
+    assert [s for s in samples if s.key[0] not in conditioned] == none
+    # Groups 0 and 1 have Delta > 0, group 2 has no PG signal at all: "helpful" keeps every sample here.
+    assert conditioned_pg_filter(samples, trajectories, contributions, "helpful") == samples
+    for t in trajectories:  # now group 0's conditioned members do worse than its plain ones
+        if t.group_id == trajectories[0].group_id:
+            t.reward = t.score = float(not t.conditioned)
+    contributions = group_contributions(trajectories)
+    samples, _ = grpo_samples(trajectories)
+    helpful = conditioned_pg_filter(samples, trajectories, contributions, "helpful")
+    dropped = {t.traj_id for t in trajectories if t.conditioned and t.group_id == trajectories[0].group_id}
+    assert {s.key[0] for s in samples} - {s.key[0] for s in helpful} == dropped
+
+
+def test_advice_shift_is_zero_without_a_block_effect_and_positive_with_one():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    shift = advice_shift(actor, trajectories)
+    assert shift is not None and shift > 0
+    for t in trajectories:
+        if t.conditioned:
+            t.experience = type(ADVICE)("", [])
+    # An empty block renders as no block at all: the policy cannot be moved by it.
+    assert advice_shift(actor, trajectories) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_the_teacher():
+    # A teacher that differs from the student (another initialisation), so that there is a KL to close.
+    teacher = tiny_actor(seed=1)
+    trajectories = toy_groups(tiny_actor())
+    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
+                              gate="retrieved")
+    cfg = UpdateConfig(lr=1e-3, epochs=4, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+
+    def kl_after(coef):
+        student = tiny_actor()
+        optimizer = torch.optim.AdamW(student.policy.model.parameters(), lr=cfg.lr)
+        samples, _ = attach([], [type(s)(**vars(s)) for s in distill])
+        policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0),
+                      make_distill_loss(coef, "exact"))
+        with torch.inference_mode():
+            logps = student.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+        return sum(float(reverse_kl_exact(lp, torch.tensor(s.extras["teacher"]))) for lp, s in zip(logps, distill))
+
+    untouched = kl_after(0.0)
+    assert untouched > 0.01 and kl_after(1.0) < 0.8 * untouched
+
+
+@pytest.mark.parametrize("overrides", [
+    {"distill": {"states": "both", "gate": "retrieved", "teacher": "base"}, "bank": {"conditioned_pg": "none"}},
+])
+def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides):
+    params = control_params(tmp_path, "edge-oracle-bank")
+    params = parse_params(params.model_dump(mode="json") | {
+        "distill": params.distill.model_dump(mode="json") | overrides["distill"],
+        "bank": params.bank.model_dump(mode="json") | overrides["bank"]})
+    run = train(params)
+    metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
+    assert metrics["distill_samples"] > 0 and metrics["advice_shift_kl"] is not None
+    # The conditioned members' states, seen without the block, join as distillation-only samples.
+    assert metrics["distill_only_samples"] > 0
