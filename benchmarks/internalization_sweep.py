@@ -65,7 +65,9 @@ def bench_config(name: str, methods: list[str], seeds: list[int], budget: float,
     return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, budget=budget, eval_episodes=400,
                                splits=[SPLIT], eval_every=10_000, intermediate_episodes=None, jobs=jobs,
                                runs_dir=ROOT / folder, out_dir=ROOT / "results", name=f"sweep_{folder}",
-                               extra=CONFIGS[name][1], bases_dir=BASES)
+                               # The base's plain evaluation is the same for every configuration: once a seed.
+                               extra=[*CONFIGS[name][1], f"eval.base_cache_dir={ROOT / 'base-evals'}"],
+                               bases_dir=BASES)
 
 
 def per_round(run: dict) -> list[dict]:
