@@ -225,11 +225,12 @@ class BankConfig(_Section):
     (~6-7 ms fixed cost a query; add a vector index for very large banks)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
-    conditioned_pg: Literal["all", "helpful", "none"] = "all"
-    """Which conditioned members take the policy-gradient term, in their own context: ``all`` (the
+    conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
+    """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
     spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they
-    then serve the credit and the distillation only). PG on conditioned members of groups where the
-    block did not help can teach the model to ignore the block."""
+    then serve the credit and the distillation only); ``plain``, in the plain context, the block
+    removed from the prompt (old log-probs recomputed there); ``own-and-plain``, both. PG on
+    conditioned members where the block did not help can teach the model to ignore the block."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
     merge_threshold: float = Field(0.95, ge=-1, le=1)

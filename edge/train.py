@@ -39,7 +39,7 @@ from edge.algorithms.contribution import (
     group_contributions,
     summary,
 )
-from edge.algorithms.distill import advice_shift, attach, distill_samples, make_distill_loss
+from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
@@ -382,7 +382,10 @@ def update_stage(run: Run, k: int) -> Path:
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "update"))
     actor = Actor(policy)
     contributions = read_contributions(run, k) if run.settings.use_bank else []
-    samples = conditioned_pg_filter(samples, trajectories, contributions, run.params.bank.conditioned_pg)
+    which = run.params.bank.conditioned_pg
+    samples = conditioned_pg_filter(samples, trajectories, contributions, which)
+    if which in ("plain", "own-and-plain"):
+        samples = in_plain_context(actor, samples, trajectories, keep_own=which == "own-and-plain")
     extra_loss, n_distill, n_distill_only = None, 0, 0
     d_cfg = run.params.distill
     # Before the update: how far the experience block moves the collecting policy on the plain states.

@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from edge.algorithms.contribution import conditioned_pg_filter, group_contributions
-from edge.algorithms.distill import advice_shift, attach, distill_samples, make_distill_loss, reverse_kl_exact
+from edge.algorithms.distill import (
+    advice_shift,
+    attach,
+    distill_samples,
+    in_plain_context,
+    make_distill_loss,
+    reverse_kl_exact,
+)
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import parse_params
 from edge.train import train
@@ -99,6 +106,33 @@ def test_conditioned_pg_keeps_all_helpful_or_no_conditioned_members():
     assert {s.key[0] for s in samples} - {s.key[0] for s in helpful} == dropped
 
 
+def test_conditioned_members_pg_in_the_plain_context_has_the_block_removed_and_ratio_one():
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    samples, _ = grpo_samples(trajectories)
+    conditioned = {t.traj_id: t for t in trajectories if t.conditioned}
+    own = [s for s in samples if s.key[0] in conditioned]
+    moved = in_plain_context(actor, samples, trajectories, keep_own=False)
+    copies = [s for s in moved if s.key[0].endswith("/without-experience")]
+    assert own and len(copies) == len(own) and len(moved) == len(samples)
+    assert not {s.key[0] for s in moved} & set(conditioned)
+    for c, s in zip(copies, own):
+        traj = conditioned[s.key[0]]
+        assert c.prompt_ids == actor.builder.prompt_ids(traj.state_at(s.key[1])) != s.prompt_ids
+        assert c.advantage == s.advantage and c.chosen == s.chosen
+    # The old log-probabilities are the plain context's at these weights: the first ratio is 1.
+    from edge.algorithms.grpo import sample_logprobs
+    with torch.inference_mode():
+        now = sample_logprobs(actor, copies)
+    assert [float(x) for lp in now for x in lp] == pytest.approx([x for c in copies for x in c.old_logp], abs=1e-5)
+    both = in_plain_context(actor, samples, trajectories, keep_own=True)
+    assert len(both) == len(samples) + len(copies)
+    # A distillation state of the same step rides on the copy (one sample, both terms).
+    distill = distill_samples(actor, trajectories, group_contributions(trajectories), "exact", states="conditioned")
+    _, only = attach(moved, distill)
+    assert only < len(distill)
+
+
 def test_advice_shift_is_zero_without_a_block_effect_and_positive_with_one():
     actor = tiny_actor()
     trajectories = toy_groups(actor)
@@ -136,6 +170,7 @@ def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_
 
 @pytest.mark.parametrize("overrides", [
     {"distill": {"states": "both", "gate": "retrieved", "teacher": "base"}, "bank": {"conditioned_pg": "none"}},
+    {"distill": {"states": "conditioned", "gate": "retrieved"}, "bank": {"conditioned_pg": "plain"}},
 ])
 def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides):
     params = control_params(tmp_path, "edge-oracle-bank")

@@ -101,7 +101,7 @@ def conditioned_pg_filter(samples: list, trajectories: list[Trajectory], contrib
     """The policy-gradient samples kept under ``bank.conditioned_pg``: ``all``; ``helpful``, a
     conditioned member's steps only where its group's Delta > 0; ``none``, no conditioned member's
     steps. Plain members' samples are always kept (their advantages stay those of the whole group)."""
-    if which == "all":
+    if which not in ("helpful", "none"):  # all, or in the plain context (``distill.in_plain_context``)
         return samples
     helped = {c.group_id for c in contributions if c.delta > 0} if which == "helpful" else set()
     dropped = {t.traj_id for t in trajectories if t.conditioned and t.group_id not in helped}

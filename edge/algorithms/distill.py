@@ -107,7 +107,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
                     continue
                 samples.append(Sample(actor.builder.prompt_ids(traj.state_at(i)), d.candidate_ids, d.chosen, None,
                                       [0.0], 0.0, len(traj.steps), pg=False, extras={"credit": g},
-                                      key=(traj.traj_id + "/without-experience", i)))
+                                      key=(traj.traj_id + WITHOUT_EXPERIENCE, i)))
                 advised = traj.state_at(i, step.experience or block[traj.group_id])
                 teacher_prompts.append(actor.builder.prompt_ids(advised))
     with torch.inference_mode(), (using_reference(actor) if teacher == "base" else nullcontext()):
@@ -146,6 +146,44 @@ def advice_shift(actor: Actor, trajectories: list[Trajectory]) -> float | None:
         plain = actor.action_logprobs(plain_prompts, candidates)
         advised = actor.action_logprobs(advised_prompts, candidates)
     return float(sum(reverse_kl_exact(p, a) for p, a in zip(plain, advised)) / len(candidates))
+
+
+WITHOUT_EXPERIENCE = "/without-experience"
+"""Key suffix of a conditioned member's state shown without its experience block."""
+
+
+def in_plain_context(actor: Actor, samples: list[Sample], trajectories: list[Trajectory],
+                     keep_own: bool) -> list[Sample]:
+    """``bank.conditioned_pg: plain / own-and-plain``: the conditioned members' PG samples again with
+    the experience block removed from the prompt (EMPO²-style internalization: what the scaffold led
+    to is reinforced in the context the plain policy acts in). Their old log-probabilities are
+    recomputed in that context at the collecting weights, so the PPO ratio starts at 1 and clipping
+    bounds how far the plain policy moves; the advantage stays the trajectory's. ``keep_own``: keep
+    the samples in their own context too. Each copy has the key ``<traj_id>/without-experience``, so a
+    distillation state of the same step (``states: conditioned``) rides on it."""
+    by_id = {t.traj_id: t for t in trajectories if t.conditioned}
+    own, copies = [], []
+    for s in samples:
+        traj = by_id.get(s.key[0])
+        if traj is None:
+            own.append(s)
+            continue
+        if keep_own:
+            own.append(s)
+        prompt = actor.builder.prompt_ids(traj.state_at(s.key[1]))
+        copies.append(Sample(prompt, s.candidate_ids, s.chosen, s.response_ids, [], s.advantage, s.episode_length,
+                             key=(s.key[0] + WITHOUT_EXPERIENCE, s.key[1])))
+    if not copies:
+        return own
+    prompts = [c.prompt_ids for c in copies]
+    with torch.inference_mode():
+        if actor.cfg.mode == "score":
+            for c, lp in zip(copies, actor.action_logprobs(prompts, [c.candidate_ids for c in copies])):
+                c.old_logp = [float(lp[c.chosen])]
+        else:
+            for c, lp in zip(copies, actor.token_logprobs(prompts, [c.response_ids for c in copies])):
+                c.old_logp = lp.tolist()
+    return own + copies
 
 
 def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample], int]:
