@@ -59,6 +59,10 @@ CONFIGS = {
            ["bank.conditioned_pg=none"]),
     "o8": ("a fixed teacher: the warm-started base with the advice",
            ["distill.teacher=base"]),
+    "o9": ("o1 with the terms normalised separately (PG exactly GRPO's average)",
+           ["distill.gate=retrieved", "distill.normalize=separate"]),
+    "o10": ("o3 with the terms normalised separately",
+            ["distill.gate=retrieved", "distill.states=both", "distill.normalize=separate"]),
 }
 
 

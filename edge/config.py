@@ -260,6 +260,11 @@ class DistillConfig(_Section):
     gate: Literal["credit", "retrieved"] = "credit"
     """Which groups are distilled: ``credit``, those whose experience helped (c(x) > 0), weighted by
     c(x) (the spec); ``retrieved``, every group that retrieved, each weighted 1."""
+    normalize: Literal["shared", "separate"] = "shared"
+    """``shared``: both terms are averaged with the same unit weights over all states of the minibatch
+    (the spec), so distillation-only states also dilute the PG term; ``separate``: the PG term is
+    averaged over the PG states alone (GRPO's update, whatever is distilled) and L_distill over the
+    distilled states alone."""
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run."""

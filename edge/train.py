@@ -403,7 +403,8 @@ def update_stage(run: Run, k: int) -> Path:
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
     if samples:
-        losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss)
+        carries = (lambda s: "teacher" in s.extras) if extra_loss and d_cfg.normalize == "separate" else None
+        losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries)
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).
     losses["distill_kl"] = losses["distill_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
     # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.

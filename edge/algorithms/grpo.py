@@ -180,7 +180,7 @@ def minibatch_bounds(n_samples: int, minibatches: int) -> list[tuple[int, int]]:
 
 
 def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
-                  generator: torch.Generator, extra_loss=None) -> dict[str, float]:
+                  generator: torch.Generator, extra_loss=None, extra_carries=None) -> dict[str, float]:
     """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics, with
     ``optimizer_steps`` the number of steps taken.
 
@@ -190,6 +190,11 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
     ``extra_loss(chunk, unit_logps, full_logps, weights) -> (loss tensor, metrics)`` adds another
     objective (EDGE's distillation) to the same backward pass; ``weights[i]`` is the normalised weight
     of each unit of ``chunk[i]``, so micro-batching does not change the gradient.
+
+    ``extra_carries(sample) -> bool`` (optional) normalises the two terms separately instead: the PG
+    term over the units of the minibatch's PG samples only (exactly GRPO's average, however many
+    samples carry only the other objective) and the other objective's weights over the units of the
+    samples it says it carries.
     """
     model = actor.policy.model
     model.train()
@@ -204,14 +209,22 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
         for start, stop in minibatch_bounds(len(order), cfg.minibatches):
             # Sorted by length, micro-batches pad less; the minibatch's gradient is the same sum.
             batch = sorted((samples[i] for i in order[start:stop]), key=lambda s: s.n_tokens)
-            weight_sum = sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
-                             for s in batch) or 1.0
+            def units_weight(kept) -> float:
+                return sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
+                           for s in kept) or 1.0
+
+            if extra_carries is None:
+                weight_sum = extra_sum = units_weight(batch)
+            else:
+                weight_sum = units_weight([s for s in batch if s.pg])
+                extra_sum = units_weight([s for s in batch if extra_carries(s)])
             optimizer.zero_grad(set_to_none=True)
             stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
             for m in range(0, len(batch), micro):
                 chunk = batch[m:m + micro]
                 units, full = sample_logprobs(actor, chunk, full=True)
-                weights = [unit_weights(s.n_units, s.episode_length, cfg.loss_agg) / weight_sum for s in chunk]
+                raw = [unit_weights(s.n_units, s.episode_length, cfg.loss_agg) for s in chunk]
+                weights = [w / weight_sum for w in raw]
                 loss = torch.zeros((), device=actor.policy.device)
                 for s, lp, w in zip(chunk, units, weights):
                     if not s.pg:
@@ -228,7 +241,7 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                         loss = loss + cfg.beta * w * kl.sum()
                         stats["kl"] += w * float(kl.detach().sum())
                 if extra_loss is not None:
-                    extra, extra_stats = extra_loss(chunk, units, full, weights)
+                    extra, extra_stats = extra_loss(chunk, units, full, [w / extra_sum for w in raw])
                     loss = loss + extra
                     for k, v in extra_stats.items():
                         stats[k] = stats.get(k, 0.0) + v
