@@ -22,6 +22,13 @@ from edge.train import train
 from tests.test_paired_evaluation import ADVICE, control_params, tiny_actor, toy_groups
 
 
+def toy_round():
+    """The tiny policy, its toy groups (see ``toy_groups``) and their contributions."""
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    return actor, trajectories, group_contributions(trajectories)
+
+
 def teachers(samples) -> list[float]:
     return [x for s in samples for x in s.extras["teacher"]]
 
@@ -31,9 +38,7 @@ def steps_of(trajectories, keep):
 
 
 def test_conditioned_states_are_distilled_without_the_experience_in_the_students_prompt():
-    actor = tiny_actor()
-    trajectories = toy_groups(actor)
-    contributions = group_contributions(trajectories)
+    actor, trajectories, contributions = toy_round()
     helped = {c.group_id for c in contributions if c.credit > 0}
     samples = distill_samples(actor, trajectories, contributions, "exact", states="conditioned")
     expected = steps_of(trajectories, lambda t: t.conditioned and t.group_id in helped)
@@ -56,9 +61,7 @@ def test_conditioned_states_are_distilled_without_the_experience_in_the_students
 
 
 def test_the_retrieved_gate_distills_every_group_that_retrieved_with_weight_one():
-    actor = tiny_actor()
-    trajectories = toy_groups(actor)
-    contributions = group_contributions(trajectories)
+    actor, trajectories, contributions = toy_round()
     credited = distill_samples(actor, trajectories, contributions, "exact", gate="credit")
     retrieved = distill_samples(actor, trajectories, contributions, "exact", gate="retrieved")
     # Group 2 (Delta 0) is distilled only under the retrieved gate.
@@ -68,9 +71,7 @@ def test_the_retrieved_gate_distills_every_group_that_retrieved_with_weight_one(
 
 
 def test_the_base_teacher_is_the_frozen_reference_not_the_live_weights():
-    actor = tiny_actor()
-    trajectories = toy_groups(actor)
-    contributions = group_contributions(trajectories)
+    actor, trajectories, contributions = toy_round()
     current = distill_samples(actor, trajectories, contributions, "exact", teacher="current")
     base = distill_samples(actor, trajectories, contributions, "exact", teacher="base")
     # Before any update the reference is a copy of these weights: the same teacher.
@@ -85,9 +86,7 @@ def test_the_base_teacher_is_the_frozen_reference_not_the_live_weights():
 
 
 def test_conditioned_pg_keeps_all_helpful_or_no_conditioned_members():
-    actor = tiny_actor()
-    trajectories = toy_groups(actor)
-    contributions = group_contributions(trajectories)
+    actor, trajectories, contributions = toy_round()
     samples, _ = grpo_samples(trajectories)
     conditioned = {t.traj_id for t in trajectories if t.conditioned}
     assert conditioned_pg_filter(samples, trajectories, contributions, "all") == samples
@@ -185,9 +184,7 @@ def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides)
 
 
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():
-    actor = tiny_actor()
-    trajectories = toy_groups(actor)
-    contributions = group_contributions(trajectories)
+    actor, trajectories, contributions = toy_round()
     cfg = UpdateConfig(lr=1e-2, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
                        loss_agg="episode-mean", max_grad_norm=1.0)
     distill = distill_samples(actor, trajectories, contributions, "exact", states="both", gate="retrieved")
