@@ -94,7 +94,8 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
         oracle = {int(s): r for s, r in report["runs"]["household"][METHOD].items()}
     if budget == 1:
         grpo = {s: read_run(reference_runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
-        default = {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
+        default = oracle if name == "o0" else {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT])
+                                               for s in seeds}
     else:
         runs = ROOT / f"o0-x{budget:g}"
         grpo = {s: read_run(runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}

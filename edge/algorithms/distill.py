@@ -63,6 +63,11 @@ def reverse_kl_sampled_loss(student_logp: torch.Tensor, teacher_logp: torch.Tens
     return (-advantage * student_logp).sum(), float((student_logp.detach() - teacher_logp).sum())
 
 
+def experience_blocks(trajectories: list[Trajectory]) -> dict[str, str]:
+    """The experience block each group's conditioned members saw, by group id (groups that retrieved)."""
+    return {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
+
+
 def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[str, float]:
     """The weight g(x) of each group whose states are distilled (groups not listed are not)."""
     if gate == "credit":
@@ -83,7 +88,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
                          "states the action was sampled by the teacher, not the student, so the sampled "
                          "reverse-KL estimate does not apply")
     weights = group_weights(contributions, gate)
-    block = {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
+    block = experience_blocks(trajectories)
     samples, teacher_prompts = [], []
     for traj in trajectories:
         g = weights.get(traj.group_id)
@@ -129,7 +134,7 @@ def advice_shift(actor: Actor, trajectories: list[Trajectory]) -> float | None:
     learns to ignore the block, and when the plain policy has learned what the block says."""
     if actor.cfg.mode != "score":
         return None
-    block = {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
+    block = experience_blocks(trajectories)
     plain_prompts, advised_prompts, candidates = [], [], []
     for traj in trajectories:
         if traj.conditioned or traj.group_id not in block:

@@ -203,16 +203,17 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
         fill_reference_logprobs(actor, pg_samples)
     totals: dict[str, float] = {}
     counts = 0
+
+    def units_weight(kept) -> float:
+        """The summed unit weight of ``kept``: a term's normaliser over its minibatch."""
+        return sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units for s in kept) or 1.0
+
     micro = actor.cfg.micro_batch_size
     for _ in range(cfg.epochs):
         order = torch.randperm(len(samples), generator=generator).tolist()
         for start, stop in minibatch_bounds(len(order), cfg.minibatches):
             # Sorted by length, micro-batches pad less; the minibatch's gradient is the same sum.
             batch = sorted((samples[i] for i in order[start:stop]), key=lambda s: s.n_tokens)
-            def units_weight(kept) -> float:
-                return sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units
-                           for s in kept) or 1.0
-
             if extra_carries is None:
                 weight_sum = extra_sum = units_weight(batch)
             else:
