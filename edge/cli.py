@@ -139,9 +139,11 @@ def warmup_cmd(
     report = run_warmup(cfg, out)
     console.print(f"base checkpoint: {out or cfg.warmup.out_dir}  ({report['demonstration_states']} states, "
                   f"{report['seconds']:.0f} s)")
-    if "plain_success" in report:
+    if "advised_success" in report:
         console.print(f"test_seen success: plain {report['plain_success']:.1%}, with true advice "
                       f"{report['advised_success']:.1%} (gap {report['advice_gap']:+.1%})")
+    elif "plain_success" in report:
+        console.print(f"test_seen success: plain {report['plain_success']:.1%} (no oracle advice to check)")
 
 
 @app.command("train")

@@ -91,6 +91,11 @@ class PolicyConfig(_Section):
     ``generate``: sample text and parse ``<action>...</action>``."""
     temperature: float = Field(1.0, gt=0)
     """Softmax temperature over candidate scores (score) or sampling temperature (generate)."""
+    action_score: Literal["sum", "mean"] = "sum"
+    """Score mode: an action's score is the sum of its tokens' log-probabilities (its likelihood as
+    text), or their mean (length-normalised). An untrained model's sum favours the shortest action
+    (``look`` almost always); ``mean`` lets an environment with no warm start begin from a spread-out
+    policy. The warm-started models were trained and measured with ``sum``."""
     history_steps: int = Field(2, ge=0)
     """Past (action, observation) steps shown in the prompt, newest kept first under the budget."""
     max_prompt_tokens: int = Field(512, ge=32)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import logging
 import os
 import random
 import resource
@@ -48,6 +49,8 @@ from edge.evaluate import evaluate, retention
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
 from edge.rollout import Experience, episode_seed, read_rollouts, rollout, write_rollouts
+
+log = logging.getLogger(__name__)
 
 STAGE_SALT = {"collect": 1, "update": 2, "evaluate": 3}
 ORACLE_ENTRY = "oracle"
@@ -143,10 +146,16 @@ class Run:
     @classmethod
     def open(cls, params: EdgeParams) -> Run:
         cfg = params.train
-        if method_settings(params).experience == "oracle":
+        settings = method_settings(params)
+        if settings.experience == "oracle":
             from edge.guidance import require_oracle
 
             require_oracle(cfg.env)  # before the run folder exists: a corrected command starts clean
+        elif settings.stores_bank:
+            from edge.bank.synthesis import missing_parts
+
+            for line in missing_parts(cfg.env, params.bank.synthesizer):
+                log.warning("environment %r: %s", cfg.env, line)
         name = cfg.run_name or f"{cfg.env}-{cfg.method}-s{params.seed}"
         folder = Path(cfg.runs_dir) / name
         folder.mkdir(parents=True, exist_ok=True)

@@ -2,15 +2,17 @@
 
 A base policy for RL must be partly competent (so rewards are not all zero) and must *use advice*
 in its prompt, as an instruction-tuned LLM would; otherwise a retrieved-experience scaffold carries
-no signal. Three kinds of demonstration give it both:
+no signal. Three kinds of demonstration give it both, played by the environment's demonstrators
+(``Knowledge.demonstrators``, in the environment's folder):
 
-- plain, by an explorer: knows the rules and the goal, not the regularities (household: searches
-  receptacles in random order; shop: a careless shopper, see ``edge.envs.shop.agents.Shopper``);
-- plain, by a competent agent (household: the expert's plan with random detours it recovers from;
-  shop: the careful shopper);
-- advised: true advice (``edge.guidance.true_advice``) in the prompt, by a demonstrator that
-  follows it (household: searches the advised receptacle kinds first; shop: the careful shopper).
-  This is where "advice helps" is learnt.
+- plain, by an explorer: knows the rules and the goal, not the regularities;
+- plain, by a competent agent;
+- advised: the oracle's true advice (``Knowledge.oracle_advice``) in the prompt, by a demonstrator
+  that follows it. This is where "advice helps" is learnt.
+
+An environment without demonstrators of its own is demonstrated by its scripted agents: ``random``
+(or ``explore``) explores, ``expert`` is the competent agent, and the expert plays the advised
+episodes too when the environment has an oracle (else there are none, and the warm start says so).
 
 The loss is either the policy's own, ``-log pi(a|s)`` normalised over the admissible candidates
 (``objective: candidates``), or plain supervised fine-tuning on the action's tokens (``sft``), which
@@ -20,6 +22,7 @@ raises the same score without packing the other candidates and so costs fewer to
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from pathlib import Path
@@ -28,59 +31,16 @@ import torch
 from rich.progress import Progress
 
 from edge.config import EdgeParams, WarmupConfig
-from edge.envs.base import Task
-from edge.envs.household.agents import ExploreAgent, expert_plan
-from edge.envs.household.world import kind_of
-from edge.envs.registry import generate_tasks, make_env
-from edge.envs.shop.agents import Shopper
+from edge.envs.base import Demonstrators, Task
+from edge.envs.registry import agent_names, generate_tasks, knowledge, make_agent, make_env
 from edge.evaluate import evaluate, retention
-from edge.guidance import advised_receptacle_kinds, experience_block, true_advice
+from edge.guidance import experience_block, has_oracle, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy, save_policy
 from edge.policy.prompt import AgentState
 from edge.rollout import Experience
 
-
-class AdvisedExplorer(ExploreAgent):
-    """The explorer, but it searches the receptacle kinds the advice names first, in that order."""
-
-    def __init__(self, seed: int, advised_kinds: list[str]):
-        super().__init__(seed)
-        self.advised_kinds = advised_kinds
-
-    def _search_order(self, receptacles: list[str]) -> list[str]:
-        self.rng.shuffle(receptacles)
-        rank = {k: i for i, k in enumerate(self.advised_kinds)}
-        # A stack: the last item is visited first, so the first advised kind goes to the end.
-        return sorted(receptacles, key=lambda r: -rank.get(kind_of(r), len(rank)))
-
-
-class NoisyExpert:
-    """The expert's plan with random detours ("go to" somewhere else), each followed by a return."""
-
-    def __init__(self, seed: int, detour_prob: float):
-        self.rng = random.Random(seed)
-        self.detour_prob = detour_prob
-
-    def reset(self, task: Task, first) -> None:
-        self.plan = expert_plan(task)
-        self.receptacles = task.spec["receptacles"]
-        self.at: str | None = None
-        self.returning: str | None = None
-
-    def act(self, observation: str, admissible: list[str]) -> str:
-        if self.returning:
-            action, self.returning = f"go to {self.returning}", None
-            return action
-        if self.at is not None and self.plan and not self.plan[0].startswith("go to ") \
-                and self.rng.random() < self.detour_prob:
-            detour = self.rng.choice([r for r in self.receptacles if r != self.at])
-            self.returning = self.at
-            return f"go to {detour}"
-        action = self.plan.pop(0) if self.plan else "look"
-        if action.startswith("go to "):
-            self.at = action[len("go to "):]
-        return action
+log = logging.getLogger(__name__)
 
 
 def record_demo(task: Task, agent, advice: str | None, history_steps: int,
@@ -102,26 +62,29 @@ def record_demo(task: Task, agent, advice: str | None, history_steps: int,
         state = AgentState(task.instruction, out.observation, out.info.admissible_actions, history, advice)
 
 
-def demonstrators(cfg: WarmupConfig):
-    """The environment's three demonstrators (plain explorer, plain competent agent, advised agent)
-    as factories ``(task, seed) -> agent``, and whether the explorer's lost episodes are kept."""
-    if cfg.env == "household":
-        return (lambda task, s: ExploreAgent(s),
-                lambda task, s: NoisyExpert(s, cfg.detour_prob),
-                lambda task, s: AdvisedExplorer(s, advised_receptacle_kinds(true_advice(task))),
-                False)
-    if cfg.env == "shop":
-        return (lambda task, s: Shopper(s, careful=False, option_prob=cfg.option_prob),
-                lambda task, s: Shopper(s, careful=True),
-                lambda task, s: Shopper(s, careful=True),
-                True)
-    raise ValueError(f"warmup.env {cfg.env!r}: scripted demonstrations exist for 'household' and 'shop'; "
-                     "for another environment start from a pretrained model (policy.model) instead")
+def demonstrators(cfg: WarmupConfig) -> Demonstrators:
+    """The environment's demonstrators, or ones made of its scripted agents (see the module's doc)."""
+    env = knowledge(cfg.env)
+    if env.has("demonstrators"):
+        return env.demonstrators(cfg)
+    agents = agent_names(cfg.env)
+    explorer = next((a for a in ("explore", "random") if a in agents), None)
+    if "expert" not in agents or explorer is None:
+        raise ValueError(f"warmup.env {cfg.env!r}: the environment has no demonstrators (KNOWLEDGE.demonstrators) "
+                         f"and not both an 'expert' and a 'random' agent (it has: {', '.join(agents)}); give it "
+                         "those, or start from a pretrained model (policy.model) instead")
+    oracle = has_oracle(cfg.env)
+    log.warning("environment %r has no demonstrators of its own: the warm start clones its %r and 'expert' "
+                "agents%s", cfg.env, explorer, "" if oracle else ", with no advised episodes (it has no oracle)")
+    return Demonstrators(explorer=lambda task, s: make_agent(cfg.env, explorer, s),
+                         competent=lambda task, s: make_agent(cfg.env, "expert", s),
+                         advised=(lambda task, s: make_agent(cfg.env, "expert", s)) if oracle else None)
 
 
 def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tuple[AgentState, str]]:
-    explorer, competent, advised, keep_explorer_failures = demonstrators(cfg)
-    total = cfg.explore_episodes + cfg.noisy_expert_episodes + cfg.advised_episodes
+    demo = demonstrators(cfg)
+    advised_episodes = cfg.advised_episodes if demo.advised else 0
+    total = cfg.explore_episodes + cfg.noisy_expert_episodes + advised_episodes
     tasks = generate_tasks(cfg.env, "train", total, seed)
     rng = random.Random(seed)
     rng.shuffle(tasks)
@@ -129,12 +92,13 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tup
     for i, task in enumerate(tasks):
         agent_seed = rng.randrange(2**31)
         if i < cfg.explore_episodes:
-            pairs += record_demo(task, explorer(task, agent_seed), None, history_steps, keep_explorer_failures)
+            pairs += record_demo(task, demo.explorer(task, agent_seed), None, history_steps,
+                                 demo.keep_explorer_failures)
         elif i < cfg.explore_episodes + cfg.noisy_expert_episodes:
-            pairs += record_demo(task, competent(task, agent_seed), None, history_steps)
+            pairs += record_demo(task, demo.competent(task, agent_seed), None, history_steps)
         else:
             advice = experience_block(true_advice(task))
-            pairs += record_demo(task, advised(task, agent_seed), advice, history_steps)
+            pairs += record_demo(task, demo.advised(task, agent_seed), advice, history_steps)
     return pairs
 
 
@@ -202,11 +166,14 @@ def run_warmup(params: EdgeParams, out_dir: Path | None = None) -> dict:
     if cfg.eval_episodes:
         tasks = generate_tasks(cfg.env, "test_seen", cfg.eval_episodes, params.seed)
         plain = evaluate(actor, tasks, params.seed)
-        advised = evaluate(actor, tasks, params.seed, experience_for=true_advice_experience)
-        report |= {"plain_success": plain.success, "advised_success": advised.success,
-                   "advice_gap": advised.success - plain.success,
-                   "retention": retention(plain.success, advised.success),
-                   "plain": plain.to_dict(), "advised": advised.to_dict()}
+        if has_oracle(cfg.env):
+            advised = evaluate(actor, tasks, params.seed, experience_for=true_advice_experience)
+            report |= {"plain_success": plain.success, "advised_success": advised.success,
+                       "advice_gap": advised.success - plain.success,
+                       "retention": retention(plain.success, advised.success),
+                       "plain": plain.to_dict(), "advised": advised.to_dict()}
+        else:  # without an oracle there is no advice whose reading to check
+            report |= {"plain_success": plain.success, "plain": plain.to_dict()}
     report["seconds"] = time.perf_counter() - started
     save_policy(policy, out_dir)
     (out_dir / "warmup.json").write_text(json.dumps(report, indent=2) + "\n")

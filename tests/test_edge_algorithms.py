@@ -10,8 +10,9 @@ from edge.algorithms.contribution import credit_by_entry, ema_utility, group_con
 from edge.algorithms.distill import reverse_kl_exact, reverse_kl_sampled_loss
 from edge.bank.entry import BankEntry
 from edge.bank.pruning import PruneRules, prune_decisions
-from edge.bank.synthesis import TemplateSynthesizer, failures_by_signature, synthesize, where_seen
+from edge.bank.synthesis import TemplateSynthesizer, failures_by_signature, synthesize
 from edge.envs.household import expert_plan, generate_tasks, make_env
+from edge.envs.household.knowledge import where_seen
 from edge.policy.actor import Decision
 from edge.rollout import Experience, StepRecord, Trajectory
 

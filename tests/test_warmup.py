@@ -41,11 +41,6 @@ def test_per_env_fields_replace_the_section_for_that_environment_only():
         parse_params({"warmup": {"per_env": {"shop": {"objectiv": "candidates"}}}})
 
 
-def test_unknown_warmup_env_is_refused_with_the_field_named():
-    with pytest.raises(ValueError, match="warmup.env 'webshop'"):
-        demonstrations(WarmupConfig(env="webshop"), history_steps=1, seed=0)
-
-
 def test_tiny_warmup_changes_the_model_and_writes_its_report(tmp_path):
     params = parse_params({"seed": 1, "warmup": {"env": "shop", "explore_episodes": 4, "noisy_expert_episodes": 1,
                                                   "advised_episodes": 4, "epochs": 2, "eval_episodes": 4,

@@ -15,6 +15,7 @@ from edge.envs.group import make_group
 from edge.envs.play import play
 from edge.envs.registry import env_splits, make_agent
 from edge.envs.registry import generate_tasks as registry_generate_tasks
+from edge.envs.shop.knowledge import search_type_and_attributes
 from edge.envs.shop.reward import reward_breakdown
 from edge.envs.webshop import (
     AGENTS,
@@ -414,4 +415,4 @@ def test_bank_synthesis_and_true_advice_cover_webshop(data_dir):
     assert not no_options.won and not wandered.won
     patterns = {f.pattern for f in failures_by_signature([no_options, wandered])}
     assert patterns == {"missing_options", "no_purchase"}
-    assert guidance.true_advice(task)[0] == guidance.search_type_and_attributes("men's t-shirts")
+    assert guidance.true_advice(task)[0] == search_type_and_attributes("men's t-shirts")

@@ -7,15 +7,24 @@ is built on.
 
 Invalid actions are never raised: the environment answers the way the real benchmark does
 ("Nothing happens." in ALFWorld) and flags the step in ``info.invalid_action``.
+
+Beyond reset/step, an environment may know things EDGE's machinery asks for (how to read a failure,
+how to phrase guidance, what an oracle would advise, who can demonstrate it): :class:`Knowledge`,
+every part optional. ``docs/ENVIRONMENTS.md`` walks through adding an environment.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # read as plain records: an environment package never needs torch or the bank
+    from edge.bank.synthesis import Failure
+    from edge.config import WarmupConfig
+    from edge.rollout import Trajectory
 
 SPLITS = ("train", "test_seen", "test_unseen")
 
@@ -105,6 +114,78 @@ class Agent(Protocol):
     def reset(self, task: Task, first: Reset) -> None: ...
 
     def act(self, observation: str, admissible_actions: list[str]) -> str: ...
+
+
+@dataclass(frozen=True)
+class Demonstrators:
+    """The warm start's three demonstrators, each a factory ``(task, seed) -> Agent``."""
+
+    explorer: Callable[[Task, int], Agent]
+    """Plain, knows the rules and the goal but not the regularities (its lost episodes show how the
+    environment works, kept when ``keep_explorer_failures``)."""
+    competent: Callable[[Task, int], Agent]
+    """Plain, mostly right: what good behaviour without advice looks like."""
+    advised: Callable[[Task, int], Agent] | None
+    """Plays with the oracle's advice in its prompt and follows it: where "advice helps" is learnt.
+    None: the warm start has no advised episodes."""
+    keep_explorer_failures: bool = False
+
+
+class Knowledge:
+    """What an environment knows beyond reset/step; EDGE's bank, oracle control and warm start ask it.
+
+    Every part is optional: a subclass overrides the ones its environment has, and :meth:`has` tells
+    the machinery which (it warns once at start for a missing part, and refuses a control that needs
+    one). A module registered as an environment exposes an instance as ``KNOWLEDGE``; without one it
+    gets this class, which has no part at all.
+
+    The bank's key rule: an entry written for a failure is keyed by the failure's *subject*, and is
+    retrieved for a task only when every word of that subject occurs in the task's instruction (with
+    ``bank.key_must_match``) and the instruction's embedding is similar enough to the key
+    (``bank.similarity_threshold``). So a subject must be words the instructions it should serve
+    contain ("apple", "red"), never an id.
+    """
+
+    PARTS = ("read_failure", "evidence", "write_guidance", "oracle_advice", "demonstrators", "guidance_vocabulary")
+    """The optional parts, by method name."""
+    generic_guidance: frozenset[str] = frozenset()
+    """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
+
+    def has(self, part: str) -> bool:
+        if part not in self.PARTS:
+            raise ValueError(f"unknown knowledge part {part!r}; parts: {', '.join(self.PARTS)}")
+        return getattr(type(self), part) is not getattr(Knowledge, part)
+
+    def read_failure(self, trajectory: Trajectory) -> tuple[str, str] | None:
+        """(pattern, subject) of a lost trajectory: how it failed ("not_found") and what about ("apple");
+        None when it cannot say. Without this part the bank stays empty."""
+        raise NotImplementedError
+
+    def evidence(self, trajectories: list[Trajectory]) -> Any:
+        """What a round's trajectories show that guidance can be written from (where things were
+        seen, what the winners did); handed to :meth:`write_guidance` as it is. Default: nothing."""
+        return None
+
+    def write_guidance(self, failure: Failure, evidence: Any, successes: list[Trajectory]) -> tuple[str, str] | None:
+        """(kind, text) of one entry for a failure signature (``edge.guidance.entry`` phrases it),
+        contrasting it with the round's ``successes``; None when the round holds nothing to write from."""
+        raise NotImplementedError
+
+    def oracle_advice(self, task: Task) -> list[str]:
+        """What an oracle that knows the environment's regularities (not this task's answer) advises,
+        as guidance entries: the bank of the ``edge-oracle-bank`` control and the warm start's advised
+        episodes."""
+        raise NotImplementedError
+
+    def demonstrators(self, cfg: WarmupConfig) -> Demonstrators:
+        """The warm start's demonstrators. Without this part the warm start uses the environment's
+        ``random`` (or ``explore``) and ``expert`` agents."""
+        raise NotImplementedError
+
+    def guidance_vocabulary(self) -> set[str]:
+        """Words the environment's guidance can contain beyond its ``vocabulary()`` (for the tiny
+        model's word-level tokenizer)."""
+        return set()
 
 
 def check_can_step(task: Task | None, done: bool) -> None:

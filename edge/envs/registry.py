@@ -1,55 +1,131 @@
-"""Environments found by name.
+"""Environments found by name, through the ``edge.envs`` entry-point group.
 
-Each entry says how to build an environment, how to generate its tasks from a seed, and which
-scripted agents it ships. Entries import their module lazily, so asking for ``household`` never
-imports a real benchmark's heavy dependencies.
+An installed package adds an environment to every command, the flow and the worker processes by
+declaring, in its ``pyproject.toml``::
+
+    [project.entry-points."edge.envs"]
+    keysdoors = "keysdoors"
+
+The value is a module that defines ``make_env``, ``generate_tasks`` and ``AGENTS`` (and optionally
+``SPLITS``, ``DESCRIPTION``, ``vocabulary()`` and ``KNOWLEDGE``; see ``docs/ENVIRONMENTS.md``). The
+built-in environments are declared the same way in this project's ``pyproject.toml``. Entries import
+their module lazily, so listing environments never imports a real benchmark's heavy dependencies.
+:func:`register` adds one at run time (a notebook, a test).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
-from edge.envs.base import SPLITS, Agent, Task, TextEnv
+from edge.envs.base import SPLITS, Agent, Knowledge, Task, TextEnv
+
+ENTRY_POINT_GROUP = "edge.envs"
+BUILTIN = {"household": "edge.envs.household", "shop": "edge.envs.shop", "webshop": "edge.envs.webshop",
+           "alfworld": "edge.envs.alfworld"}
+"""What this project's own entry points declare; registered directly for a name no entry point declares
+(a source tree that was never installed has no entry points to read)."""
+RUNTIME = "registered at run time"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class EnvEntry:
     name: str
     module: str
-    """Module that defines ``make_env``, ``generate_tasks`` and ``AGENTS`` (and ``SPLITS`` when it
-    has fewer than the protocol's three)."""
-    description: str
+    """Module that defines ``make_env``, ``generate_tasks`` and ``AGENTS``."""
+    source: str = RUNTIME
+    """Where the entry came from: the distribution that declared it, or a run-time ``register``."""
 
     def load(self):
-        return importlib.import_module(self.module)
+        try:
+            return importlib.import_module(self.module)
+        except ImportError as err:
+            raise ValueError(f"environment {self.name!r} ({self.source}) names module {self.module!r}, "
+                             f"which does not import: {err}") from err
+
+    @property
+    def description(self) -> str:
+        """The module's ``DESCRIPTION``, else the first line of its docstring."""
+        try:
+            module = self.load()
+        except ValueError as err:
+            return f"(cannot be loaded: {err.__cause__})"
+        text = getattr(module, "DESCRIPTION", None) or (module.__doc__ or "").strip().split("\n")[0]
+        return text.strip()
 
 
 _REGISTRY: dict[str, EnvEntry] = {}
+_DISCOVERED = False
 
 
-def register(name: str, module: str, description: str) -> None:
-    _REGISTRY[name] = EnvEntry(name, module, description)
+def register(name: str, module: str) -> None:
+    """Add (or replace) an environment for this process."""
+    _discover()
+    _REGISTRY[name] = EnvEntry(name, module, RUNTIME)
 
 
-register("household", "edge.envs.household", "mini-ALFWorld: six household task types, 2.1.1 wording")
-register("shop", "edge.envs.shop", "mini-WebShop: search and click in a generated catalog")
-register("webshop", "edge.envs.webshop", "WebShop on its own data files (folder from $WEBSHOP_DATA)")
-register("alfworld", "edge.envs.alfworld",
-         "ALFWorld 0.4.2 text games (extra edge-rl[alfworld], data in $ALFWORLD_DATA), in worker processes")
+def unregister(name: str) -> None:
+    """Forget an environment :func:`register` added."""
+    if name in _REGISTRY and _REGISTRY[name].source == RUNTIME:
+        del _REGISTRY[name]
+
+
+def discover(refresh: bool = False) -> None:
+    """Read the entry-point group (once per process unless ``refresh``: after installing a package,
+    or putting one on ``sys.path``, without restarting)."""
+    global _DISCOVERED
+    if refresh:
+        _DISCOVERED = False
+    _discover()
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for name in [n for n, e in _REGISTRY.items() if e.source != RUNTIME]:  # read afresh; keep register()'s
+        del _REGISTRY[name]
+    found = entry_points(group=ENTRY_POINT_GROUP)
+    for point in found:
+        declared_by = f"entry point of {point.dist.name}" if point.dist else "entry point"
+        if point.name in _REGISTRY and _REGISTRY[point.name].module != point.value:  # two packages, one name
+            log.warning("environment %r is declared twice (%s and %s); using %s", point.name,
+                        _REGISTRY[point.name].source, declared_by, point.value)
+        _REGISTRY[point.name] = EnvEntry(point.name, point.value, declared_by)
+    for name, module in BUILTIN.items():
+        _REGISTRY.setdefault(name, EnvEntry(name, module, "built in (this source tree is not installed)"))
 
 
 def env_names() -> list[str]:
+    _discover()
     return sorted(_REGISTRY)
 
 
 def get_entry(name: str) -> EnvEntry:
+    _discover()
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown environment {name!r}; valid names: {', '.join(env_names())}") from None
+        raise ValueError(f"unknown environment {name!r}; valid names: {', '.join(env_names())} (an installed "
+                         f"package adds one through the {ENTRY_POINT_GROUP!r} entry-point group)") from None
+
+
+def knowledge(name: str) -> Knowledge:
+    """What environment ``name`` knows beyond reset/step (its module's ``KNOWLEDGE``; none: an empty
+    :class:`Knowledge`, which has no part)."""
+    found = getattr(get_entry(name).load(), "KNOWLEDGE", None)
+    if found is None:
+        return Knowledge()
+    if not isinstance(found, Knowledge):
+        raise ValueError(f"environment {name!r}: KNOWLEDGE must be an edge.envs.base.Knowledge, "
+                         f"got {type(found).__name__}")
+    return found
 
 
 def check_split(split: str) -> str:

@@ -2,7 +2,8 @@
 
 ``score`` (the default): the policy is a distribution over the admissible actions,
 ``pi(a|s) = softmax_a(l(a|s) / T)`` where ``l`` is the summed token log-probability of the action
-after the prompt. One *packed row* per state holds the prompt followed by every candidate; a 4-D
+after the prompt (or, with ``policy.action_score: mean``, its mean per token: an untrained model's
+sum favours the shortest action). One *packed row* per state holds the prompt followed by every candidate; a 4-D
 attention mask lets each candidate see the prompt and itself only, and positions restart after the
 prompt, so one forward pass scores all candidates exactly as separate passes would, with about
 ten times fewer tokens.
@@ -167,9 +168,13 @@ class Actor:
         return out
 
     def action_logprobs(self, prompts, candidates) -> list[torch.Tensor]:
-        """log pi(.|s) over each state's candidates: log-softmax of scores / temperature."""
-        return [torch.log_softmax(s / self.cfg.temperature, dim=-1)
-                for s in self.candidate_scores(prompts, candidates)]
+        """log pi(.|s) over each state's candidates: log-softmax of scores / temperature, the score
+        being the summed token log-probability, or its mean per token (``policy.action_score``)."""
+        scores = self.candidate_scores(prompts, candidates)
+        if self.cfg.action_score == "mean":
+            scores = [s / torch.tensor([len(c) for c in cands], device=s.device, dtype=s.dtype)
+                      for s, cands in zip(scores, candidates)]
+        return [torch.log_softmax(s / self.cfg.temperature, dim=-1) for s in scores]
 
     def _score_packed(self, prompts, candidates) -> list[torch.Tensor]:
         device = self.policy.device

@@ -27,6 +27,14 @@ PROMPT_WORDS = split_words(
     "task : experience : history : observation : actions : action : > | ; , . <action> </action> "
     "try avoid recover step"
 )
+# Words of advice every tiny model carries, whatever its environments: the words the guidance of the
+# first built-in environments used. Frozen, because the tokenizer's ids (so every warm start and
+# result) depend on the word set; an environment's own guidance words come from its knowledge.
+ADVICE_WORDS = split_words(
+    "a above after already an and attributes back before buy buying clean click closed cool every find for "
+    "going heat if in inside instruction is it item lamp look names now one open option place price put "
+    "receptacle search searched second take the to use whose with x y you z"
+)
 
 transformers_logging.disable_progress_bar()  # per-load bars would drown the training progress
 
@@ -70,7 +78,7 @@ def tiny_vocabulary(envs: list[str]) -> set[str]:
     from edge.envs.registry import get_entry
     from edge.guidance import guidance_vocabulary
 
-    words = set(PROMPT_WORDS) | guidance_vocabulary()
+    words = set(PROMPT_WORDS) | set(ADVICE_WORDS) | guidance_vocabulary(envs)
     for env in envs:
         module = get_entry(env).load()
         if not hasattr(module, "vocabulary"):

@@ -3,7 +3,8 @@
 The modules: ``data`` (where the games are, splits, Task records), ``grammar`` (both wordings of
 placing an object), ``env`` (one game through the EDGE protocol; the handcoded expert's and the
 planner's plans), ``agents``, ``vocab`` (words for the tiny model's tokenizer) and ``fetch``
-(``edge data alfworld``). Nothing here imports ``alfworld`` until a game is needed, so the registry
+(``edge data alfworld``); its knowledge is household's room knowledge (same goals, same wording;
+no oracle, no scripted demonstrators). Nothing here imports ``alfworld`` until a game is needed, so the registry
 can list this environment on a machine without the extra.
 
 Environments run in worker processes by default (a step takes about 0.1 s, a reset 1-2 s): each
@@ -24,11 +25,17 @@ from edge.envs.alfworld.env import DEFAULT_MAX_STEPS, AlfworldEnv, expert_plan, 
 from edge.envs.alfworld.grammar import normalise_action
 from edge.envs.alfworld.vocab import vocabulary
 from edge.envs.base import Task, TextEnv
+from edge.envs.household.knowledge import RoomKnowledge
 from edge.envs.parallel import EnvPool
 
-__all__ = ["AGENTS", "AlfworldEnv", "AlfworldUnavailable", "HandcodedAgent", "PlannerAgent", "TASK_TYPES",
+DESCRIPTION = "ALFWorld 0.4.2 text games (extra edge-rl[alfworld], data in $ALFWORLD_DATA), in worker processes"
+
+__all__ = ["AGENTS", "DESCRIPTION", "KNOWLEDGE", "AlfworldEnv", "AlfworldUnavailable", "HandcodedAgent",
+           "PlannerAgent", "TASK_TYPES",
            "expert_plan", "generate_tasks", "make_env", "normalise_action", "plan_request", "planner_plan",
            "vocabulary"]
+
+KNOWLEDGE = RoomKnowledge()
 
 WORKERS_VARIABLE = "EDGE_ALFWORLD_WORKERS"
 

@@ -2,10 +2,16 @@
 
 from edge.envs.household.agents import AGENTS, ExpertAgent, ExploreAgent, expert_plan
 from edge.envs.household.env import HouseholdEnv, make_env
+from edge.envs.household.knowledge import HouseholdKnowledge
 from edge.envs.household.tasks import TASK_TYPES, generate_tasks, make_task
 
-__all__ = ["AGENTS", "ExpertAgent", "ExploreAgent", "HouseholdEnv", "TASK_TYPES", "expert_plan",
+DESCRIPTION = "mini-ALFWorld: six household task types, 2.1.1 wording"
+
+__all__ = ["AGENTS", "DESCRIPTION", "KNOWLEDGE", "ExpertAgent", "ExploreAgent", "HouseholdEnv", "TASK_TYPES",
+           "expert_plan",
            "generate_tasks", "make_env", "make_task"]
+
+KNOWLEDGE = HouseholdKnowledge()
 
 
 def vocabulary() -> set[str]:

@@ -1,5 +1,6 @@
 """Scripted household agents: an expert that knows where everything is, and an explorer that
-knows the rules and the goal but none of the object-location regularities."""
+knows the rules and the goal but none of the object-location regularities; for the warm start, the
+expert with detours and the explorer that follows advice."""
 
 from __future__ import annotations
 
@@ -132,6 +133,48 @@ class ExploreAgent:
         self.placed.add(obj)
         self.holding = None
         return f"put {obj} in/on {target}"
+
+
+class AdvisedExplorer(ExploreAgent):
+    """The explorer, but it searches the receptacle kinds the advice names first, in that order."""
+
+    def __init__(self, seed: int, advised_kinds: list[str]):
+        super().__init__(seed)
+        self.advised_kinds = advised_kinds
+
+    def _search_order(self, receptacles: list[str]) -> list[str]:
+        self.rng.shuffle(receptacles)
+        rank = {k: i for i, k in enumerate(self.advised_kinds)}
+        # A stack: the last item is visited first, so the first advised kind goes to the end.
+        return sorted(receptacles, key=lambda r: -rank.get(kind_of(r), len(rank)))
+
+
+class NoisyExpert:
+    """The expert's plan with random detours ("go to" somewhere else), each followed by a return."""
+
+    def __init__(self, seed: int, detour_prob: float):
+        self.rng = random.Random(seed)
+        self.detour_prob = detour_prob
+
+    def reset(self, task: Task, first) -> None:
+        self.plan = expert_plan(task)
+        self.receptacles = task.spec["receptacles"]
+        self.at: str | None = None
+        self.returning: str | None = None
+
+    def act(self, observation: str, admissible: list[str]) -> str:
+        if self.returning:
+            action, self.returning = f"go to {self.returning}", None
+            return action
+        if self.at is not None and self.plan and not self.plan[0].startswith("go to ") \
+                and self.rng.random() < self.detour_prob:
+            detour = self.rng.choice([r for r in self.receptacles if r != self.at])
+            self.returning = self.at
+            return f"go to {detour}"
+        action = self.plan.pop(0) if self.plan else "look"
+        if action.startswith("go to "):
+            self.at = action[len("go to "):]
+        return action
 
 
 AGENTS = {"expert": ExpertAgent, "explore": ExploreAgent, "random": RandomAgent}

@@ -10,7 +10,9 @@ engine and plays it through the shop's pages and reward. Modules, one concept ea
 * ``search``: the BM25 index over WebShop's product documents;
 * ``env``: the environment (the shop's ``StoreEnv`` over this catalog);
 * ``agents``: the scripted expert (plus the shared random agent);
-* ``vocab``: the words of the data, for the tiny model's tokenizer.
+* ``vocab``: the words of the data, for the tiny model's tokenizer;
+* knowledge: the shop's (``edge.envs.shop.knowledge.StoreKnowledge``: same pages, same failures and
+  advice); no scripted demonstrators, so the warm start uses the expert and random agents.
 
 Where it differs from WebShop, and why:
 
@@ -26,6 +28,7 @@ Where it differs from WebShop, and why:
   a few suggested queries as admissible actions (any query is still accepted), as the shop does.
 """
 
+from edge.envs.shop.knowledge import StoreKnowledge
 from edge.envs.webshop.agents import AGENTS, ExpertAgent
 from edge.envs.webshop.data import DATA_ENV_VAR, WebShopData, WebShopDataError, load_data
 from edge.envs.webshop.env import WebShopEnv, make_env
@@ -33,8 +36,13 @@ from edge.envs.webshop.goals import SPLITS, TEST_GOALS, Goal, build_goals, gener
 from edge.envs.webshop.search import search_engine
 from edge.envs.webshop.vocab import vocabulary
 
+DESCRIPTION = "WebShop on its own data files (folder from $WEBSHOP_DATA)"
+
 __all__ = [
-    "AGENTS", "DATA_ENV_VAR", "SPLITS", "TEST_GOALS", "ExpertAgent", "Goal", "WebShopData", "WebShopDataError",
+    "AGENTS", "DESCRIPTION", "DATA_ENV_VAR", "KNOWLEDGE", "SPLITS", "TEST_GOALS", "ExpertAgent", "Goal",
+    "WebShopData", "WebShopDataError",
     "WebShopEnv", "build_goals", "generate_tasks", "load_data", "make_env", "search_engine", "split_goals",
     "vocabulary",
 ]
+
+KNOWLEDGE = StoreKnowledge()

@@ -1,0 +1,177 @@
+"""What EDGE asks of a room environment (household, and ALFWorld's games, which share its goals and
+wording): how a lost episode failed, where the round saw each object kind, how guidance reads, and,
+for household, the oracle's advice and the warm start's demonstrators.
+
+Guidance names its subject (an object kind) but never a task's own target or lamp: an entry is
+retrieved for other tasks about the same subject, whose targets differ.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+from edge.envs.base import Demonstrators, Knowledge, Task
+from edge.guidance import entry
+from edge.text import split_words
+
+if TYPE_CHECKING:
+    from edge.bank.synthesis import Failure
+    from edge.config import WarmupConfig
+    from edge.rollout import Trajectory
+
+SEEN = re.compile(r"(?:you see|in it, you see) (.*?)(?:\.|$)")
+# Where the listed objects lie: "On the countertop 1, you see ..." names it in both environments;
+# otherwise the receptacle arrived at or opened ("you arrive at fridge 1", household). ALFWorld
+# arrives at "loc 23", which names nothing.
+ON_THE = re.compile(r"\bon the ([a-z]+) \d+, you see")
+ARRIVE = re.compile(r"^(?:you arrive at|you open the) ([a-z]+) \d+")
+TRANSFORM_VERB = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat",
+                  "pick_cool_then_place_in_recep": "cool"}
+
+
+def kind(name: str) -> str:
+    """"apple 1" -> "apple": guidance is about kinds, never ids."""
+    return name.rsplit(" ", 1)[0]
+
+
+# ----- how guidance reads --------------------------------------------------------------------
+def find_in(obj: str, receptacle_kinds: list[str]) -> str:
+    return entry("try", f"look for {obj} in {' , '.join(receptacle_kinds)}")
+
+
+def transform_first(verb: str, obj: str, tool: str) -> str:
+    return entry("try", f"{verb} the {obj} with the {tool} before you put it in place")
+
+
+def take_to_lamp(obj: str) -> str:
+    return entry("try", f"take the {obj} to the lamp and use the lamp")
+
+
+def second_object(obj: str) -> str:
+    return entry("try", f"after you put one {obj} in place , find the second {obj}")
+
+
+def avoid_searched_again() -> str:
+    return entry("avoid", "going back to a receptacle you already searched")
+
+
+def open_closed() -> str:
+    return entry("recover", "if a receptacle is closed , open it and look inside")
+
+
+def advised_receptacle_kinds(advice: list[str]) -> list[str]:
+    """Read back the receptacle kinds a ``find_in`` entry names (the advised demonstrator's plan)."""
+    for text in advice:
+        if text.startswith("try : look for "):
+            _, _, kinds = text[:-2].partition(" in ")
+            return [k.strip() for k in kinds.split(",")]
+    return []
+
+
+# ----- reading a round ---------------------------------------------------------------------------
+def failure_pattern(traj: Trajectory) -> str:
+    """How a lost episode failed, read off its actions: the first step of the goal it never did."""
+    goal = traj.task.spec["goal"]
+    actions = [s.decision.action for s in traj.steps]
+    took = [a for a in actions if a.startswith("take ") and kind(a[5:].split(" from ")[0]) == goal["object"]]
+    if not took:
+        return "not_found"
+    if goal["type"] == "look_at_obj_in_light":
+        return "no_lamp"
+    verb = TRANSFORM_VERB.get(goal["type"])
+    if verb and not any(a.startswith(f"{verb} ") for a in actions):
+        return "no_transform"
+    placed = [a for a in actions if a.startswith("put ") and kind(a.split(" in/on ")[1]) == goal["target"]]
+    if goal["type"] == "pick_two_obj_and_place" and len(placed) == 1:
+        return "second_missing"
+    return "not_placed"
+
+
+def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
+    """Object kind -> receptacle kinds it was seen in, counted over every observation of the round."""
+    seen: dict[str, Counter] = defaultdict(Counter)
+    for t in trajectories:
+        for step in t.steps[1:]:
+            obs = step.observation.lower()
+            at = ON_THE.search(obs) or ARRIVE.match(obs)
+            found = SEEN.search(obs)
+            if not at or not found or at.group(1) == "loc":
+                continue
+            for item in found.group(1).replace(", and ", ", ").split(", "):
+                name = item.removeprefix("a ").removeprefix("an ").strip()
+                if name and name != "nothing":
+                    seen[kind(name)][at.group(1)] += 1
+    return seen
+
+
+class RoomKnowledge(Knowledge):
+    """Failures, evidence and guidance for tasks with a household-style goal in ``spec["goal"]``
+    (object, target, type, tool)."""
+
+    generic_guidance = frozenset({avoid_searched_again(), open_closed()})
+
+    def read_failure(self, trajectory: Trajectory) -> tuple[str, str]:
+        return failure_pattern(trajectory), trajectory.task.spec["goal"]["object"]
+
+    def evidence(self, trajectories: list[Trajectory]) -> dict[str, Counter]:
+        return where_seen(trajectories)
+
+    def write_guidance(self, failure: Failure, evidence: dict[str, Counter],
+                       successes: list[Trajectory]) -> tuple[str, str] | None:
+        goal = failure.trajectories[0].task.spec["goal"]
+        obj = failure.subject
+        if failure.pattern == "not_found":
+            places = [k for k, _ in evidence.get(obj, Counter()).most_common(3)]
+            return ("try", find_in(obj, places)) if places else ("recover", open_closed())
+        if failure.pattern == "no_transform":
+            verb = TRANSFORM_VERB[goal["type"]]
+            tools = Counter(kind(s.decision.action.split(" with ")[1]) for t in successes for s in t.steps
+                            if s.decision.action.startswith(f"{verb} "))
+            if not tools:
+                return None
+            return "try", transform_first(verb, obj, tools.most_common(1)[0][0])
+        if failure.pattern == "no_lamp":
+            return "try", take_to_lamp(obj)
+        if failure.pattern == "second_missing":
+            return "try", second_object(obj)
+        return None  # held it but never placed it: the round shows nothing to contrast with
+
+    def guidance_vocabulary(self) -> set[str]:
+        samples = [find_in("x", ["y", "z"]), transform_first("clean", "x", "y"), take_to_lamp("x"),
+                   second_object("x"), avoid_searched_again(), open_closed(), "heat cool clean"]
+        return {w for s in samples for w in split_words(s)}
+
+
+class HouseholdKnowledge(RoomKnowledge):
+    """The room knowledge plus what only the generated household knows: its regularities (the oracle)
+    and its scripted demonstrators."""
+
+    def oracle_advice(self, task: Task) -> list[str]:
+        """Where the goal's object kind usually lies (its likely receptacle kinds present in the room),
+        plus the transformation or lamp step."""
+        from edge.envs.household.tasks import TRANSFORM
+        from edge.envs.household.world import OBJECT_KINDS, kind_of
+
+        goal = task.spec["goal"]
+        present = {kind_of(r) for r in task.spec["receptacles"]}
+        likely = [k for k in OBJECT_KINDS[goal["object"]].likely if k in present]
+        advice = [find_in(goal["object"], likely)] if likely else []
+        if goal["type"] in TRANSFORM:
+            advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))
+        elif goal["type"] == "look_at_obj_in_light":
+            advice.append(take_to_lamp(goal["object"]))
+        elif goal["type"] == "pick_two_obj_and_place":
+            advice.append(second_object(goal["object"]))
+        return advice
+
+    def demonstrators(self, cfg: WarmupConfig) -> Demonstrators:
+        """The explorer (random search order), the expert with detours, and the explorer that searches
+        the advised receptacle kinds first."""
+        from edge.envs.household.agents import AdvisedExplorer, ExploreAgent, NoisyExpert
+
+        return Demonstrators(
+            explorer=lambda task, s: ExploreAgent(s),
+            competent=lambda task, s: NoisyExpert(s, cfg.detour_prob),
+            advised=lambda task, s: AdvisedExplorer(s, advised_receptacle_kinds(self.oracle_advice(task))))
