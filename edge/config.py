@@ -238,11 +238,31 @@ class BankConfig(_Section):
     conditioned members where the block did not help can teach the model to ignore the block."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
+    credit: Literal["gap", "margin", "soft", "utility"] = "gap"
+    """c(x), the weight of a group's distillation: ``gap``, max(Delta, 0) (the spec); ``margin``, Delta
+    where it is at least ``credit_margin``, else 0; ``soft``, sigmoid(credit_sharpness * (Delta -
+    credit_margin)); ``utility``, max(mean utility of the entries the group saw, this round's Delta
+    included, 0) (needs a stored bank: not the oracle control)."""
+    credit_margin: float = Field(0.25, ge=-1, le=1)
+    credit_sharpness: float = Field(8.0, gt=0)
     merge_threshold: float = Field(0.95, ge=-1, le=1)
     """New guidance at least this similar (by text) to an active entry of its task type is merged
     into it; a failure signature that an active entry already answers gets nothing new."""
     max_chars: int = Field(300, ge=20)
     """Guidance length cap after sanitising."""
+    evidence: Literal["round", "accumulated"] = "accumulated"
+    """What guidance is written from: the environment's evidence of this round's trajectories only
+    (``round``), or accumulated over every round so far (``accumulated``: household counts where
+    objects were seen and, above all, where winning episodes took them; kept in
+    ``round_<k>/evidence.json``)."""
+    revise: bool = True
+    """When the evidence changes what an active entry should say, write a new version of it (its
+    ``revises`` names the old one, which becomes ``revised``); False: the first entry for a
+    signature stays until it is pruned."""
+    grain: Literal["task_type", "knowledge"] = "knowledge"
+    """Which tasks an entry serves: ``task_type``, the failure's task type (and every type for the
+    environment's generic guidance); ``knowledge``, what the environment says the guidance is about
+    (household: where an object lies serves every task type that needs the object)."""
     synthesizer: Literal["template", "lm"] = "template"
     lm_endpoint: str | None = None
     """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""

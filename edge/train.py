@@ -2,7 +2,8 @@
 
     runs/<run>/round_<k>/rollouts.parquet     collect: G trajectories for each of N train tasks
                         /scores.json          score: marginal contribution Delta(x), c(x) per group
-                        /bank_changes.json    update_bank: credit, added / merged / pruned (+ reasons)
+                        /evidence.json        update_bank: what guidance is written from (bank.evidence)
+                        /bank_changes.json    update_bank: credit, added / merged / revised / pruned (+ reasons)
                         /bank.parquet         update_bank: snapshot of the bank after this round
                         /checkpoint/          distill (policy update): save_pretrained + trainer_state.pt
                         /train_metrics.json   distill: losses, success, timings
@@ -35,10 +36,9 @@ from filelock import FileLock
 from edge.algorithms.contribution import (
     GroupContribution,
     conditioned_pg_filter,
-    credit_by_entry,
-    ema_utility,
     group_contributions,
     summary,
+    with_credit_rule,
 )
 from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
@@ -151,6 +151,9 @@ class Run:
             from edge.guidance import require_oracle
 
             require_oracle(cfg.env)  # before the run folder exists: a corrected command starts clean
+            if params.bank.credit == "utility":
+                raise ValueError("bank.credit: utility reads the entries' utilities, and edge-oracle-bank keeps no "
+                                 "bank; use gap, margin or soft")
         elif settings.stores_bank:
             from edge.bank.synthesis import missing_parts
 
@@ -261,7 +264,15 @@ def score_stage(run: Run, k: int) -> Path:
     if out.exists():
         return out
     trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
+    cfg = run.params.bank
     contributions = group_contributions(trajectories)
+    if cfg.credit != "gap":
+        utilities = None
+        if cfg.credit == "utility":  # the entries as round k-1 left them (this stage runs before update_bank)
+            version = run.bank_versions().get(k - 1)
+            utilities = {e.id: e.utility for e in run.bank().checkout(version)} if version is not None else {}
+        contributions = with_credit_rule(contributions, cfg.credit, cfg.credit_margin, cfg.credit_sharpness,
+                                         utilities, cfg.eta)
     groups = len({t.group_id for t in trajectories})
     write_json(out, {"round": k, "summary": summary(contributions, groups),
                      "groups": [c.to_dict() for c in contributions]})
@@ -284,93 +295,27 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     out = run.round_dir(k) / "bank_changes.json"
     if out.exists():
         return out
-    from edge.bank.pruning import PruneRules, prune_decisions
-    from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, synthesize
+    from edge.bank.coevolve import co_evolve
 
     started = time.perf_counter()
-    cfg, bank = run.params.bank, run.bank()
+    bank = run.bank()
     versions = run.bank_versions()
     if k - 1 in versions and bank.version() != versions[k - 1]:
         bank.restore(versions[k - 1])
     trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
-    contributions = read_contributions(run, k)
-
-    # 1. credit: u <- (1-eta) u + eta * Delta for every group that saw the entry
-    credited = []
-    for entry_id, credit in credit_by_entry(contributions).items():
-        entry = bank.get(entry_id)
-        before = entry.utility
-        entry.utility = ema_utility(entry.utility, credit.deltas, cfg.eta)
-        entry.uses += len(credit.deltas)
-        entry.positive_credit += sum(max(d, 0.0) for d in credit.deltas)
-        entry.last_used_round = k
-        entry.history_rounds.append(k)
-        entry.history_utility.append(entry.utility)
-        entry.history_success_plain.append(sum(credit.success_plain) / len(credit.success_plain))
-        entry.history_success_conditioned.append(
-            sum(credit.success_conditioned) / len(credit.success_conditioned))
-        bank.upsert([entry])
-        credited.append({"id": entry_id, "groups": len(credit.deltas), "utility_before": before,
-                         "utility_after": entry.utility, "deltas": credit.deltas})
-    credit_seconds = time.perf_counter() - started
-
-    # 2. synthesize for uncovered failure signatures, merging near-duplicates
-    synth_started = time.perf_counter()
-    added, merged = [], []
-    if k == 0 or run.settings.synthesize_after_first_round:
-        synthesizer = (LMSynthesizer(cfg.lm_endpoint, cfg.lm_model) if cfg.synthesizer == "lm"
-                       else TemplateSynthesizer())
-        active = bank.all("active")
-
-        def covered(signature: str, text: str) -> bool:
-            return any(e.signature == signature for e in active)
-
-        for entry in synthesize(trajectories, synthesizer, k, bank.next_id, cfg.max_chars, covered):
-            # Near-duplicate: the same advice (by text similarity) already active for this task type.
-            peers = [e for e in active if e.task_type in (entry.task_type, "any")]
-            twin = None
-            if peers:
-                vectors = bank.embedder.embed([entry.text] + [e.text for e in peers])
-                scores = vectors[1:] @ vectors[0]
-                best = int(scores.argmax())
-                if scores[best] >= cfg.merge_threshold:
-                    twin = peers[best]
-            if twin is not None:
-                twin.provenance = sorted(set(twin.provenance) | set(entry.provenance))
-                bank.upsert([twin])
-                entry.status, entry.prune_reason, entry.status_round = "merged", f"merged into {twin.id}", k
-                merged.append({"id": entry.id, "into": twin.id, "signature": entry.signature})
-            else:
-                added.append({"id": entry.id, "kind": entry.kind, "signature": entry.signature, "text": entry.text,
-                              "provenance": entry.provenance})
-            bank.add([entry])
-            if entry.status == "active":
-                active.append(entry)
-    synth_seconds = time.perf_counter() - synth_started
-
-    # 3. prune, with reasons
-    prune_started = time.perf_counter()
-    pruned = []
-    if run.settings.prune:
-        p = cfg.prune
-        rules = PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size)
-        for entry_id, reason in prune_decisions(bank.all("active"), k, rules).items():
-            entry = bank.get(entry_id)
-            entry.status, entry.prune_reason, entry.status_round = "pruned", reason, k
-            bank.upsert([entry])
-            pruned.append({"id": entry_id, "reason": reason, "utility": entry.utility, "uses": entry.uses})
-    prune_seconds = time.perf_counter() - prune_started
-
+    previous = run.round_dir(k - 1) / "evidence.json"
+    step = co_evolve(bank, trajectories, read_contributions(run, k), k, run.params.bank,
+                     synthesize_new=k == 0 or run.settings.synthesize_after_first_round, prune=run.settings.prune,
+                     evidence=json.loads(previous.read_text()) if previous.exists() else None)
+    write_json(run.round_dir(k) / "evidence.json", step["evidence"])  # before bank_changes.json: it ends the stage
     run.record_bank_version(k)
     snapshot = bank.snapshot(run.round_dir(k) / "bank.parquet")
     changes = {
-        "round": k, "version": bank.version(), "size_active": len(bank.all("active")),
-        "size_total": len(bank.all()), "credited": credited, "added": added, "merged": merged, "pruned": pruned,
-        "pruned_by_reason": {r: sum(p_["reason"] == r for p_ in pruned)
-                             for r in ("not_helping", "internalized", "stale", "size_cap")},
+        "round": k, "version": bank.version(), "size_active": len(bank.all("active")), "size_total": len(bank.all()),
+        **{key: step[key] for key in ("credited", "added", "merged", "revised", "pruned", "pruned_by_reason",
+                                      "synthesis")},
         "snapshot_bytes": snapshot.stat().st_size,
-        "seconds": {"credit": credit_seconds, "synthesis": synth_seconds, "prune": prune_seconds,
-                    "total": time.perf_counter() - started},
+        "seconds": step["seconds"] | {"total": time.perf_counter() - started},
     }
     write_json(out, changes)
     return out

@@ -77,7 +77,7 @@ def test_minilm_paraphrases_closer_than_unrelated():
 def test_schema_has_one_column_per_field():
     assert BANK_SCHEMA.names == [f.name for f in dataclasses.fields(BankEntry)]
     nullable = {f.name for f in BANK_SCHEMA if f.nullable}
-    assert nullable == {"prune_reason", "status_round"}
+    assert nullable == {"prune_reason", "status_round", "revises"}
 
 
 def test_add_get_all(bank, emb):

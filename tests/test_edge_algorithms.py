@@ -6,8 +6,9 @@ import pytest
 import torch
 from helpers import played
 
-from edge.algorithms.contribution import credit_by_entry, ema_utility, group_contributions, summary
+from edge.algorithms.contribution import group_contributions, summary
 from edge.algorithms.distill import reverse_kl_exact, reverse_kl_sampled_loss
+from edge.bank.coevolve import credit_by_entry, ema_utility
 from edge.bank.entry import BankEntry
 from edge.bank.pruning import PruneRules, prune_decisions
 from edge.bank.synthesis import TemplateSynthesizer, failures_by_signature, synthesize
@@ -226,3 +227,18 @@ def test_synthesis_reads_alfworld_observations():
     assert seen["apple"] == {"countertop": 1, "cabinet": 1} and "loc" not in {k for c in seen.values() for k in c}
     [new] = synthesize([failed], TemplateSynthesizer(), round_index=0, new_id=lambda: "g1")
     assert new.text == "try : look for apple in countertop , cabinet ." and new.key == "apple"
+
+
+def test_credit_rules_weigh_a_group_gap_as_documented():
+    from edge.algorithms.contribution import GroupContribution, credit_of, with_credit_rule
+
+    assert credit_of(0.25, "gap") == 0.25 and credit_of(-0.5, "gap") == 0.0
+    assert credit_of(0.25, "margin", margin=0.25) == 0.25 and credit_of(0.2, "margin", margin=0.25) == 0.0
+    assert credit_of(0.25, "soft", margin=0.25) == 0.5
+    assert credit_of(0.0, "soft", margin=0.25, sharpness=8) < credit_of(0.5, "soft", margin=0.25, sharpness=8)
+    group = GroupContribution("x", "t", ["g1", "g2"], 2, 2, 0.25, 0.5, 0.25, 0.5, -0.25, 0.0)
+    [c] = with_credit_rule([group], "utility", utilities={"g1": 0.5}, eta=0.3)
+    # g1: 0.7 * 0.5 + 0.3 * -0.25 = 0.275; g2 (new): 0.3 * -0.25 = -0.075; mean 0.1
+    assert c.credit == pytest.approx(0.1) and c.delta == -0.25
+    with pytest.raises(ValueError, match="bank.credit"):
+        credit_of(0.1, "bogus")

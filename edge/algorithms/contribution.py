@@ -4,13 +4,20 @@ For a task x whose group was split into conditioned members (saw E(x)) and plain
 
     Delta(x) = mean_{i in conditioned} R_i - mean_{i in plain} R_i,     c(x) = max(Delta(x), 0)
 
+(``bank.credit``: ``gap``, the spec's c; ``margin``, Delta only where it clears a margin; ``soft``, a
+sigmoid gate sigma(k (Delta - margin)) as SDAR uses; ``utility``, from the seen entries' accumulated
+utility instead of one group's Delta: a gap between two halves of four episodes is positive in a
+third of the groups where nothing separates them.)
+
 and every entry g that E(x) contained is credited ``u_g <- (1 - eta) u_g + eta * Delta(x)``,
-``n_g <- n_g + 1``. No extra sampling: these are the same trajectories GRPO trains on.
+``n_g <- n_g + 1`` (the bank's co-evolution, ``edge.bank.coevolve``). No extra sampling: these are
+the same trajectories GRPO trains on.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass
 
 from edge.rollout import Trajectory
 
@@ -28,7 +35,7 @@ class GroupContribution:
     success_plain: float
     delta: float
     credit: float
-    """c(x) = max(Delta(x), 0)."""
+    """c(x): max(Delta(x), 0) under the spec's rule (``bank.credit``)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,31 +65,41 @@ def group_contributions(trajectories: list[Trajectory]) -> list[GroupContributio
     return out
 
 
-@dataclass
-class EntryCredit:
-    """What one round's groups say about one entry."""
-
-    deltas: list[float] = field(default_factory=list)
-    success_plain: list[float] = field(default_factory=list)
-    success_conditioned: list[float] = field(default_factory=list)
+CREDIT_RULES = ("gap", "margin", "soft", "utility")
 
 
-def credit_by_entry(contributions: list[GroupContribution]) -> dict[str, EntryCredit]:
-    credits: dict[str, EntryCredit] = {}
+def credit_of(delta: float, rule: str, margin: float = 0.0, sharpness: float = 8.0,
+              utility: float | None = None) -> float:
+    """c(x) for a group with gap ``delta`` under ``rule``; ``utility`` (rule ``utility``): the mean
+    utility of the entries the group saw, this round's Delta included."""
+    if rule == "gap":
+        return max(delta, 0.0)
+    if rule == "margin":
+        return delta if delta >= margin else 0.0
+    if rule == "soft":
+        return 1.0 / (1.0 + math.exp(-sharpness * (delta - margin)))
+    if rule == "utility":
+        if utility is None:
+            raise ValueError("bank.credit: utility needs the utilities of the entries a group saw")
+        return max(utility, 0.0)
+    raise ValueError(f"bank.credit must be one of {CREDIT_RULES}, got {rule!r}")
+
+
+def with_credit_rule(contributions: list[GroupContribution], rule: str, margin: float = 0.0,
+                     sharpness: float = 8.0, utilities: dict[str, float] | None = None,
+                     eta: float = 0.3) -> list[GroupContribution]:
+    """The contributions with c(x) recomputed under ``rule``. ``utilities``: each entry's utility
+    before this round (rule ``utility``: a group's c is the mean over its entries of
+    ``(1 - eta) u + eta * Delta``)."""
+    out = []
     for c in contributions:
-        for entry_id in c.entry_ids:
-            e = credits.setdefault(entry_id, EntryCredit())
-            e.deltas.append(c.delta)
-            e.success_plain.append(c.success_plain)
-            e.success_conditioned.append(c.success_conditioned)
-    return credits
-
-
-def ema_utility(utility: float, deltas: list[float], eta: float) -> float:
-    """Apply ``u <- (1 - eta) u + eta * Delta`` once per group, in order."""
-    for delta in deltas:
-        utility = (1 - eta) * utility + eta * delta
-    return utility
+        utility = None
+        if rule == "utility":
+            known = utilities or {}
+            utility = sum((1 - eta) * known.get(e, 0.0) + eta * c.delta for e in c.entry_ids) / max(len(c.entry_ids), 1)
+        out.append(GroupContribution(**(c.to_dict() | {"credit": credit_of(c.delta, rule, margin, sharpness,
+                                                                           utility)})))
+    return out
 
 
 def summary(contributions: list[GroupContribution], n_groups: int) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-STATUSES = ("active", "merged", "pruned")
+STATUSES = ("active", "merged", "pruned", "revised")
 PRUNE_REASONS = ("not_helping", "internalized", "stale", "size_cap")
 
 
@@ -47,3 +47,6 @@ class BankEntry:
     history_success_plain: list[float] = field(default_factory=list)
     """Plain success of the groups that saw it, per credited round (for the internalized rule)."""
     history_success_conditioned: list[float] = field(default_factory=list)
+    revises: str | None = None
+    """The entry this one replaced when the evidence changed what it should say (that entry's status
+    became ``revised``, its reason ``revised by <this id>``); None for a first version."""

@@ -45,7 +45,7 @@ _ID_WIDTH = 6
 
 
 def bank_schema(dim: int = EMBED_DIM, embedder: str | None = None) -> pa.Schema:
-    """One column per ``BankEntry`` field; only ``prune_reason`` and ``status_round`` may be null."""
+    """One column per ``BankEntry`` field; only ``prune_reason``, ``status_round`` and ``revises`` may be null."""
     fields = [
         pa.field("id", pa.string(), nullable=False),
         pa.field("text", pa.string(), nullable=False),
@@ -68,6 +68,7 @@ def bank_schema(dim: int = EMBED_DIM, embedder: str | None = None) -> pa.Schema:
         pa.field("history_utility", pa.list_(pa.float64()), nullable=False),
         pa.field("history_success_plain", pa.list_(pa.float64()), nullable=False),
         pa.field("history_success_conditioned", pa.list_(pa.float64()), nullable=False),
+        pa.field("revises", pa.string(), nullable=True),
     ]
     metadata = {"edge.embedder": embedder or "", "edge.dim": str(dim)}
     return pa.schema(fields, metadata=metadata)
@@ -94,7 +95,8 @@ def _to_row(entry: BankEntry) -> dict:
 
 def _to_entries(table: pa.Table) -> list[BankEntry]:
     """Rows to entries, sorted by id (extra columns such as ``_distance`` are ignored)."""
-    entries = [BankEntry(**{name: row[name] for name in _FIELDS}) for row in table.select(_FIELDS).to_pylist()]
+    names = [name for name in _FIELDS if name in table.column_names]  # a bank from before `revises` lacks it
+    entries = [BankEntry(**{name: row[name] for name in names}) for row in table.select(names).to_pylist()]
     return sorted(entries, key=lambda e: e.id)
 
 

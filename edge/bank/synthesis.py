@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,9 +56,6 @@ def missing_parts(env: str, synthesizer: str) -> list[str]:
     elif synthesizer == "template" and not have.has("write_guidance"):
         lines.append("no guidance writer (KNOWLEDGE.write_guidance): the template synthesizer writes nothing, so "
                      "the bank stays empty (bank.synthesizer: lm writes without it)")
-    if have.has("write_guidance") and not have.has("evidence"):
-        lines.append("no evidence reader (KNOWLEDGE.evidence): guidance is written from the failures and the "
-                     "round's successes only")
     return lines
 
 
@@ -82,12 +80,17 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
     return [groups[k] for k in sorted(groups)]
 
 
-def round_evidence(trajectories: list[Trajectory]) -> dict[str, Any]:
-    """Environment -> what its knowledge reads off the round's trajectories of that environment."""
+def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Environment -> what its knowledge reads off the trajectories of that environment, added to
+    ``previous`` (the same mapping from earlier rounds; None: this round alone)."""
     by_env: dict[str, list[Trajectory]] = {}
     for t in trajectories:
         by_env.setdefault(t.task.env, []).append(t)
-    return {env: knowledge(env).evidence(group) for env, group in by_env.items()}
+    previous = previous or {}
+    out = dict(previous)
+    for env, group in by_env.items():
+        out[env] = knowledge(env).evidence(group, previous.get(env))
+    return out
 
 
 class TemplateSynthesizer:
@@ -104,13 +107,19 @@ class TemplateSynthesizer:
 
 class LMSynthesizer:
     """Asks a language model for one guidance line: an OpenAI-compatible chat endpoint by URL, or a
-    local Hugging Face model folder. The answer goes through the same sanitiser as any guidance."""
+    local Hugging Face model folder. The answer goes through the same sanitiser as any guidance.
+
+    A failed request (server down, HTTP error, malformed reply) or an answer with no ``try :`` /
+    ``avoid :`` / ``recover :`` line writes nothing for that signature; neither stops the round.
+    ``counts`` says how many of each there were (``bank_changes.json`` records them)."""
 
     name = "lm"
 
     def __init__(self, endpoint: str | None = None, model: str = "local", max_new_tokens: int = 60):
         self.endpoint, self.model, self.max_new_tokens = endpoint, model, max_new_tokens
         self._pipeline = None
+        self.counts: Counter = Counter()
+        self.first_error: str | None = None
 
     def prompt(self, failure: Failure, successes: list[Trajectory]) -> str:
         def show(t: Trajectory) -> str:
@@ -141,37 +150,67 @@ class LMSynthesizer:
         return out[0]["generated_text"]
 
     def write(self, failure: Failure, evidence: Any, successes: list[Trajectory]) -> tuple[str, str] | None:
-        text = self.complete(self.prompt(failure, successes)).strip().lower()
+        self.counts["asked"] += 1
+        try:
+            text = str(self.complete(self.prompt(failure, successes)) or "").strip().lower()
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:  # URLError, HTTPError are OSErrors
+            self.counts["failed"] += 1
+            if self.first_error is None:
+                self.first_error = f"{type(err).__name__}: {err}"
+                log.warning("LM synthesizer: a request failed (%s); that signature gets no entry this round",
+                            self.first_error)
+            return None
         found = re.search(r"\b(try|avoid|recover)\s*:\s*(.+)", text, re.S)
         if not found:
+            self.counts["empty" if not text else "unparsed"] += 1
             return None
+        self.counts["answered"] += 1
         text = re.sub(r"\b([a-z]+) \d+\b", r"\1", found.group(2).split("\n")[0])  # abstract object ids
         return found.group(1), guidance.entry(found.group(1), text)
 
 
 def synthesize(trajectories: list[Trajectory], synthesizer, round_index: int, new_id, max_chars: int = 300,
-               covered=lambda signature, text: False) -> list[BankEntry]:
+               covered=lambda signature, text: False, evidence: dict[str, Any] | None = None,
+               grain: str = "task_type", counts: Counter | None = None) -> list[BankEntry]:
     """Candidate entries for this round's uncovered failure signatures (not yet merged or stored).
 
     ``new_id()`` hands out entry ids; ``covered(signature, text)`` says whether an active entry already
-    covers a signature (the store's similarity search)."""
-    evidence = round_evidence(trajectories)
+    covers a signature with this text. ``evidence``: what guidance is written from (default: this
+    round's, ``round_evidence``). ``grain`` (``bank.grain``): ``task_type`` stores an entry for its
+    failure's task type (generic guidance for "any"); ``knowledge`` asks the environment
+    (``Knowledge.entry_task_type``), and an entry for "any" answers the signature ``any|subject|pattern``.
+    ``counts``, when given, is incremented per failure signature: ``nothing_written``,
+    ``refused_by_sanitiser``, ``covered``, ``written``."""
+    counts = Counter() if counts is None else counts
+    evidence = round_evidence(trajectories) if evidence is None else evidence
     successes = [t for t in trajectories if t.won]
     entries = []
     for failure in failures_by_signature(trajectories):
         env = failure.trajectories[0].task.env
         written = synthesizer.write(failure, evidence[env], [t for t in successes if t.task.env == env])
         if written is None:
+            counts["nothing_written"] += 1
             continue
         kind, text = written
         pages = [s.observation for t in failure.trajectories for s in t.steps]
         clean = sanitize_guidance(text, pages, max_chars=max_chars)
-        if clean is None or covered(failure.signature, clean):
+        if clean is None:
+            counts["refused_by_sanitiser"] += 1
             continue
-        task_type = "any" if guidance.is_generic(clean, env) else failure.task_type
+        signature = failure.signature
+        if grain == "knowledge":
+            task_type = knowledge(env).entry_task_type(failure, clean)
+            if task_type != failure.task_type:
+                signature = f"{task_type}|{failure.subject}|{failure.pattern}"
+        else:
+            task_type = "any" if guidance.is_generic(clean, env) else failure.task_type
+        if covered(signature, clean):
+            counts["covered"] += 1
+            continue
+        counts["written"] += 1
         entries.append(BankEntry(
             id=new_id(), text=clean, kind=kind, task_type=task_type,
-            signature=failure.signature, key=failure.subject,
+            signature=signature, key=failure.subject,
             created_round=round_index, provenance=[t.traj_id for t in failure.trajectories],
             synthesizer=synthesizer.name))
     return entries

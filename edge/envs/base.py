@@ -161,15 +161,24 @@ class Knowledge:
         None when it cannot say. Without this part the bank stays empty."""
         raise NotImplementedError
 
-    def evidence(self, trajectories: list[Trajectory]) -> Any:
-        """What a round's trajectories show that guidance can be written from (where things were
-        seen, what the winners did); handed to :meth:`write_guidance` as it is. Default: nothing."""
+    def evidence(self, trajectories: list[Trajectory], previous: Any = None) -> Any:
+        """What the trajectories show that guidance can be written from (where things were seen,
+        what the winners did), added to ``previous`` (what earlier rounds showed, as this method
+        returned it; None: this round alone, ``bank.evidence: round``). Handed to
+        :meth:`write_guidance` as it is, and kept between rounds as JSON: plain dicts, lists, numbers
+        and strings only. Default: nothing."""
         return None
 
     def write_guidance(self, failure: Failure, evidence: Any, successes: list[Trajectory]) -> tuple[str, str] | None:
         """(kind, text) of one entry for a failure signature (``edge.guidance.entry`` phrases it),
         contrasting it with the round's ``successes``; None when the round holds nothing to write from."""
         raise NotImplementedError
+
+    def entry_task_type(self, failure: Failure, text: str) -> str:
+        """Which tasks an entry written for ``failure`` serves (``bank.grain: knowledge``): a task type,
+        or "any" for knowledge about the subject or the whole environment (retrieval still needs the
+        subject in the instruction). Default: "any" for ``generic_guidance``, else the failure's type."""
+        return "any" if text in self.generic_guidance else failure.task_type
 
     def oracle_advice(self, task: Task) -> list[str]:
         """What an oracle that knows the environment's regularities (not this task's answer) advises,

@@ -45,20 +45,23 @@ class KeysDoorsKnowledge(Knowledge):
             return "not_unlocked", colour
         return "not_opened", colour
 
-    def evidence(self, trajectories) -> dict[str, Counter]:
-        """Colour -> kinds of place its keys were seen on, over the round's observations."""
+    def evidence(self, trajectories, previous=None) -> dict[str, dict[str, int]]:
+        """Colour -> kinds of place its keys were seen on, over the observations so far (JSON, as
+        EDGE keeps it between rounds)."""
         seen: dict[str, Counter] = defaultdict(Counter)
+        for colour, places in (previous or {}).items():
+            seen[colour].update(places)
         for t in trajectories:
             for step in t.steps:
                 found = ON_THE.match(step.observation.lower())
                 if found:
                     for colour in re.findall(r"a ([a-z]+) key", found.group(2)):
                         seen[colour][found.group(1)] += 1
-        return seen
+        return {colour: dict(places) for colour, places in seen.items()}
 
     def write_guidance(self, failure, evidence, successes) -> tuple[str, str] | None:
         if failure.pattern == "not_found":
-            kinds = [kind for kind, _ in evidence.get(failure.subject, Counter()).most_common(2)]
+            kinds = [kind for kind, _ in Counter(evidence.get(failure.subject, {})).most_common(2)]
             return ("try", look_for(failure.subject, kinds)) if kinds else ("recover", search_elsewhere())
         if failure.pattern == "not_unlocked":
             return "try", use_key(failure.subject)

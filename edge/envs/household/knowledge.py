@@ -89,6 +89,18 @@ def failure_pattern(traj: Trajectory) -> str:
     return "not_placed"
 
 
+def where_taken(trajectories: list[Trajectory]) -> dict[str, Counter]:
+    """Object kind -> receptacle kinds the trajectories took it from ("take apple 1 from fridge 1")."""
+    taken: dict[str, Counter] = defaultdict(Counter)
+    for t in trajectories:
+        for step in t.steps:
+            action = step.decision.action
+            if action.startswith("take ") and " from " in action:
+                obj, place = action[len("take "):].split(" from ", 1)
+                taken[kind(obj)][kind(place)] += 1
+    return taken
+
+
 def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
     """Object kind -> receptacle kinds it was seen in, counted over every observation of the round."""
     seen: dict[str, Counter] = defaultdict(Counter)
@@ -115,15 +127,42 @@ class RoomKnowledge(Knowledge):
     def read_failure(self, trajectory: Trajectory) -> tuple[str, str]:
         return failure_pattern(trajectory), trajectory.task.spec["goal"]["object"]
 
-    def evidence(self, trajectories: list[Trajectory]) -> dict[str, Counter]:
-        return where_seen(trajectories)
+    def evidence(self, trajectories: list[Trajectory], previous: dict | None = None) -> dict:
+        """``seen``: object kind -> receptacle kind -> how often an observation showed one there;
+        ``taken``: the same for where winning episodes took it (the places that led to a success)."""
+        out = {"seen": {}, "taken": {}}
+        rounds = {"seen": where_seen(trajectories), "taken": where_taken([t for t in trajectories if t.won])}
+        for part, counts in rounds.items():
+            merged: dict[str, Counter] = defaultdict(Counter)
+            for obj, places in ((previous or {}).get(part) or {}).items():
+                merged[obj].update(places)
+            for obj, places in counts.items():
+                merged[obj].update(places)
+            out[part] = {obj: dict(c) for obj, c in merged.items()}  # first seen first: ties keep that order
+        return out
 
-    def write_guidance(self, failure: Failure, evidence: dict[str, Counter],
+    @staticmethod
+    def likely_places(evidence: dict, obj: str, n: int = 3) -> list[str]:
+        """The receptacle kinds the evidence favours for ``obj``: a winner's take counts double, as it
+        is also a sighting that led somewhere; ties go to the one seen first."""
+        score = Counter((evidence.get("seen") or {}).get(obj, {}))
+        for place, count in ((evidence.get("taken") or {}).get(obj, {})).items():
+            score[place] += 2 * count
+        return [place for place, _ in sorted(score.items(), key=lambda kv: -kv[1])[:n]]
+
+    def entry_task_type(self, failure: Failure, text: str) -> str:
+        """Where an object kind lies serves every task type that needs it; steps of a task type
+        (transform, lamp, second object) serve that type."""
+        if text.startswith("try : look for "):
+            return "any"
+        return super().entry_task_type(failure, text)
+
+    def write_guidance(self, failure: Failure, evidence: dict,
                        successes: list[Trajectory]) -> tuple[str, str] | None:
         goal = failure.trajectories[0].task.spec["goal"]
         obj = failure.subject
         if failure.pattern == "not_found":
-            places = [k for k, _ in evidence.get(obj, Counter()).most_common(3)]
+            places = self.likely_places(evidence, obj)
             return ("try", find_in(obj, places)) if places else ("recover", open_closed())
         if failure.pattern == "no_transform":
             verb = TRANSFORM_VERB[goal["type"]]

@@ -1,0 +1,103 @@
+"""The bank's co-evolution step on its own: credit, synthesis with merging, pruning, on a real bank."""
+
+from helpers import played
+
+from edge.algorithms.contribution import GroupContribution
+from edge.bank.coevolve import co_evolve, near_duplicate
+from edge.bank.embedder import HashEmbedder
+from edge.bank.entry import BankEntry
+from edge.bank.store import ExperienceBank
+from edge.config import BankConfig
+from edge.envs.household import expert_plan, generate_tasks, make_env
+
+
+def contribution(group_id: str, entry_ids: list[str], delta: float) -> GroupContribution:
+    return GroupContribution(group_id, "pick_and_place_simple", entry_ids, 2, 2, 0.5 + delta, 0.5, 0.5 + delta, 0.5,
+                             delta, max(delta, 0.0))
+
+
+def lost_and_won(task):
+    plan = expert_plan(task)
+    return (played(make_env(), task, [a for a in plan if a.startswith("go to")][:1] + ["look"] * 3),
+            played(make_env(), task, plan))
+
+
+def simple_tasks(*objects: str):
+    """The first pick-and-place task of each object kind (train, seed 4)."""
+    tasks = [t for t in generate_tasks("train", 200, seed=4) if t.task_type == "pick_and_place_simple"]
+    return [next(t for t in tasks if t.spec["goal"]["object"] == obj) for obj in objects]
+
+
+def test_one_round_credits_what_was_used_writes_for_new_failures_and_prunes(tmp_path):
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    cfg = BankConfig(eta=0.5, prune={"min_uses": 2, "min_utility": 0.0, "stale_rounds": 3})
+    round0 = [traj for task in simple_tasks("pencil", "pillow") for traj in lost_and_won(task)]
+    first = co_evolve(bank, round0, [], 0, cfg)
+    assert [a["signature"] for a in first["added"]] == ["any|pencil|not_found",
+                                                      "any|pillow|not_found"]
+    assert not first["credited"] and not first["pruned"] and all(a["provenance"] for a in first["added"])
+    helpful, harmful = (a["id"] for a in first["added"])
+
+    # Round 1: one entry helped twice, the other hurt twice.
+    groups = [contribution("a", [helpful], 0.5), contribution("b", [helpful], 0.25),
+              contribution("c", [harmful], -0.5), contribution("d", [harmful], -0.5)]
+    second = co_evolve(bank, [], groups, 1, cfg)
+    assert {c["id"]: c["groups"] for c in second["credited"]} == {helpful: 2, harmful: 2}
+    entry = bank.get(helpful)
+    assert entry.uses == 2 and entry.utility == 0.5 * (0.5 * 0.5) + 0.5 * 0.25  # the EMA, group by group
+    assert entry.history_rounds == [1] and entry.last_used_round == 1
+    assert second["pruned"] == [{"id": harmful, "reason": "not_helping", "utility": bank.get(harmful).utility,
+                                 "uses": 2}]
+    assert bank.get(harmful).status == "pruned"
+
+    # The same failures again: the active entry covers its signature, the pruned one does not.
+    third = co_evolve(bank, round0, [], 2, cfg, prune=False)
+    assert [a["signature"] for a in third["added"]] == ["any|pillow|not_found"]
+    # Unused since round 1, with stale_rounds 3: pruned as stale at round 4, kept with pruning off.
+    assert not co_evolve(bank, [], [], 4, cfg, prune=False)["pruned"]
+    assert {p["id"]: p["reason"] for p in co_evolve(bank, [], [], 4, cfg)["pruned"]}[helpful] == "stale"
+
+
+def test_a_near_duplicate_is_advice_about_the_same_subject(tmp_path):
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+
+    def entry(id_, key, text, task_type="any"):
+        return BankEntry(id=id_, text=text, kind="try", task_type=task_type, signature=f"{task_type}|{key}|x", key=key)
+
+    pencil = entry("g1", "pencil", "try : look for pencil in drawer .")
+    spatula = entry("g2", "spatula", "try : look for spatula in drawer .")
+    again = entry("g3", "pencil", "try : look for pencil in drawer , desk .")
+    assert near_duplicate(bank, again, [spatula, pencil], threshold=0.7) is pencil
+    assert near_duplicate(bank, entry("g4", "spatula", pencil.text.replace("pencil", "spatula")), [pencil],
+                          threshold=0.7) is None  # alike words, another subject
+    other_type = entry("g5", "pencil", again.text, task_type="pick_two_obj_and_place")
+    assert near_duplicate(bank, other_type, [pencil], threshold=0.7) is pencil  # "any" serves every type
+    assert near_duplicate(bank, pencil, [other_type], threshold=0.7) is None
+
+
+def test_evidence_accumulates_and_an_entry_it_contradicts_gets_a_new_version(tmp_path):
+    (pencil,) = simple_tasks("pencil")
+    lost, won = lost_and_won(pencil)
+    first_bank = ExperienceBank.open(tmp_path / "a", HashEmbedder())
+    first = co_evolve(first_bank, [lost, won], [], 0, BankConfig())
+    [entry] = first["added"]
+    evidence = first["evidence"]
+    assert evidence["household"]["taken"]["pencil"]  # where the winner took it
+    assert entry["text"].startswith("try : look for pencil in ") and "shelf" not in entry["text"]
+    # Earlier rounds (as the next round receives them) saw pencils on shelves many times.
+    evidence["household"]["seen"]["pencil"] = {"shelf": 50} | evidence["household"]["seen"]["pencil"]
+    second = co_evolve(first_bank, [lost], [], 1, BankConfig(), evidence=evidence)
+    [revision] = second["revised"]
+    new = first_bank.get(revision["by"])
+    assert revision["id"] == entry["id"] and new.revises == entry["id"]
+    assert new.text.startswith("try : look for pencil in shelf")
+    old = first_bank.get(entry["id"])
+    assert old.status == "revised" and old.prune_reason == f"revised by {new.id}" and old.status_round == 1
+    assert second["evidence"]["household"]["seen"]["pencil"]["shelf"] == 50  # carried on
+
+    # Without revision the first entry stays; with this round's evidence alone nothing changed.
+    for name, cfg in (("b", BankConfig(revise=False)), ("c", BankConfig(evidence="round"))):
+        bank = ExperienceBank.open(tmp_path / name, HashEmbedder())
+        co_evolve(bank, [lost, won], [], 0, cfg)
+        again = co_evolve(bank, [lost], [], 1, cfg, evidence=evidence)
+        assert not again["added"] and not again["revised"], name
