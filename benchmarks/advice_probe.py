@@ -7,10 +7,13 @@ the transformation step; what the warm start taught the policy to follow), and w
 final bank retrieves. The last columns repeat the three on the tasks for which the bank retrieves
 anything (elsewhere "bank" is plain).
 
-    .venv/bin/python benchmarks/advice_probe.py --runs benchmarks/runs --env household --seed 0 --tasks 200
+    .venv/bin/python benchmarks/advice_probe.py --runs benchmarks/runs --env household --seed 0 --seed 1 --tasks 200
 
-Writes benchmarks/results/advice_probe_<env>_s<seed>.json and prints a table. One sampling seed: at 200
-tasks a success rate carries about +-3 points of noise.
+Writes benchmarks/results/advice_probe_<env>_s<seed>.json per seed and prints a table; with several
+seeds also ``advice_probe_<env>.json``: per seed and on average, the bank's lift over plain next to the
+oracle's (on all tasks and on the retrieving ones, for each policy) and the share of the EDGE run's
+training groups that retrieved anything. One sampling seed: at 200 tasks a success rate carries about
++-3 points of noise.
 """
 
 from __future__ import annotations
@@ -31,12 +34,28 @@ from edge.train import Run
 from edge.warmup import true_advice_experience
 
 
-def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed: int) -> list[dict]:
+def base_folder(runs: Path, bases: Path, env: str, seed: int) -> Path:
+    """The run's warm start: the benchmark's per-seed base, else a shared one."""
+    for folder in (bases / f"base-{env}-s{seed}", bases / f"base-{env}", runs / f"base-{env}-s{seed}"):
+        if folder.exists():
+            return folder
+    raise FileNotFoundError(f"no warm start base-{env}-s{seed} or base-{env} in {bases}")
+
+
+def training_retrieval(edge_run: Path) -> float:
+    """Share of the run's training groups (all rounds but the first, whose bank is empty) that retrieved."""
+    rates = [json.loads(p.read_text())["summary"]["retrieval_hit_rate"]
+             for p in sorted(edge_run.glob("round_*/scores.json"))[1:]]
+    return sum(rates) / len(rates) if rates else 0.0
+
+
+def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed: int,
+          bases: Path | None = None) -> list[dict]:
     edge_run = runs / f"{env}-edge-s{seed}"
     params = EdgeParams.model_validate(json.loads((edge_run / "params.json").read_text()))
     run = Run(params, edge_run)  # read where it is now (Run.open would compare the folder it was made in)
     last = params.train.rounds - 1
-    checkpoints = {"base": runs / f"base-{env}",
+    checkpoints = {"base": base_folder(runs, bases or runs, env, seed),
                    "GRPO final": runs / f"{env}-grpo-s{seed}" / f"round_{last:03d}" / "checkpoint",
                    "EDGE final": edge_run / f"round_{last:03d}" / "checkpoint"}
     tasks = run.eval_tasks(split)[:n_tasks]
@@ -44,7 +63,8 @@ def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed
     rows = []
     for name, folder in checkpoints.items():
         actor = Actor(load_policy(params.policy, checkpoint=folder, seed=seed, envs=[env]))
-        row = {"policy": name, "tasks": len(tasks), "retrieving_tasks": len(retrieving)}
+        row = {"policy": name, "tasks": len(tasks), "retrieving_tasks": len(retrieving),
+               "training_groups_retrieving": training_retrieval(edge_run)}
         for subset, chosen in (("all", tasks), ("retrieving", retrieving)):
             for condition, advice in (("plain", None), ("oracle", true_advice_experience),
                                       ("bank", run.experience_for)):
@@ -57,25 +77,61 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, default=Path("benchmarks/runs"))
     parser.add_argument("--env", default="household")
-    parser.add_argument("--seed", type=int, default=0, help="the benchmark seed whose runs are probed")
+    parser.add_argument("--seed", type=int, action="append", help="a benchmark seed whose runs are probed (repeat)")
+    parser.add_argument("--bases", type=Path, default=None, help="where the warm starts are (default: --runs)")
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--split", default="test_seen")
     parser.add_argument("--sample-seed", type=int, default=7)
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the benchmark's runs
-    rows = probe(args.runs, args.env, args.seed, args.tasks, args.split, args.sample_seed)
+    seeds = args.seed or [0]
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    out = args.out_dir / f"advice_probe_{args.env}_s{args.seed}.json"
-    out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=2) + "\n")
-    table = Table(title=f"Advice probe: {args.env} {args.split}, seed {args.seed}, {args.tasks} tasks")
-    for col in ("policy", "plain", "oracle advice", "bank", "| retrieving tasks", "plain", "oracle", "bank"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(r["policy"], *(f"{r[f'all_{k}']:.1%}" for k in ("plain", "oracle", "bank")),
-                      str(r["retrieving_tasks"]), *(f"{r[f'retrieving_{k}']:.1%}" for k in ("plain", "oracle", "bank")))
-    Console().print(table)
-    print(f"written {out}")
+    by_seed = {}
+    for seed in seeds:
+        rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases)
+        by_seed[seed] = rows
+        out = args.out_dir / f"advice_probe_{args.env}_s{seed}.json"
+        out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=2) + "\n")
+        table = Table(title=f"Advice probe: {args.env} {args.split}, seed {seed}, {args.tasks} tasks; training "
+                            f"groups retrieving {rows[0]['training_groups_retrieving']:.0%}")
+        for col in ("policy", "plain", "oracle advice", "bank", "| retrieving tasks", "plain", "oracle", "bank"):
+            table.add_column(col, justify="right")
+        for r in rows:
+            conditions = ("plain", "oracle", "bank")
+            table.add_row(r["policy"], *(f"{r[f'all_{k}']:.1%}" for k in conditions),
+                          str(r["retrieving_tasks"]), *(f"{r[f'retrieving_{k}']:.1%}" for k in conditions))
+        Console().print(table)
+        print(f"written {out}")
+    if len(seeds) > 1:
+        summary = lifts(by_seed)
+        out = args.out_dir / f"advice_probe_{args.env}.json"
+        out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary,
+                                   "by_seed": by_seed}, indent=2) + "\n")
+        table = Table(title=f"Advice lift over plain, mean of seeds {seeds} (points)")
+        for col in ("policy", "subset", "oracle lift", "bank lift", "bank / oracle"):
+            table.add_column(col, justify="right")
+        for row in summary["rows"]:
+            ratio = f"{row['ratio']:.0%}" if row["ratio"] is not None else "-"
+            table.add_row(row["policy"], row["subset"], f"{100 * row['oracle_lift']:+.1f}",
+                          f"{100 * row['bank_lift']:+.1f}", ratio)
+        Console().print(table)
+        print(f"training groups retrieving: {summary['training_groups_retrieving']:.1%}; written {out}")
+
+
+def lifts(by_seed: dict[int, list[dict]]) -> dict:
+    """Mean over seeds of (oracle - plain) and (bank - plain) per policy and subset, and their ratio."""
+    rows = []
+    policies = [r["policy"] for r in next(iter(by_seed.values()))]
+    for policy in policies:
+        for subset in ("all", "retrieving"):
+            picked = [next(r for r in rows_ if r["policy"] == policy) for rows_ in by_seed.values()]
+            oracle = sum(r[f"{subset}_oracle"] - r[f"{subset}_plain"] for r in picked) / len(picked)
+            bank = sum(r[f"{subset}_bank"] - r[f"{subset}_plain"] for r in picked) / len(picked)
+            rows.append({"policy": policy, "subset": subset, "oracle_lift": oracle, "bank_lift": bank,
+                         "ratio": bank / oracle if oracle > 0 else None})
+    retrieving = [rows_[0]["training_groups_retrieving"] for rows_ in by_seed.values()]
+    return {"rows": rows, "training_groups_retrieving": sum(retrieving) / len(retrieving)}
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ def synthetic_bank_table(n: int, words: list[str], task_types: list[str], seed: 
         "provenance": [[] for _ in range(n)], "synthesizer": ["synthetic"] * n,
         "history_rounds": [[] for _ in range(n)], "history_utility": [[] for _ in range(n)],
         "history_success_plain": [[] for _ in range(n)], "history_success_conditioned": [[] for _ in range(n)],
+        "revises": [None] * n,
     }
     return pa.Table.from_pydict(columns, schema=schema)
 
