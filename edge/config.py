@@ -250,16 +250,18 @@ class BankConfig(_Section):
     into it; a failure signature that an active entry already answers gets nothing new."""
     max_chars: int = Field(300, ge=20)
     """Guidance length cap after sanitising."""
-    evidence: Literal["round", "accumulated"] = "accumulated"
+    evidence: Literal["round", "accumulated"] = "round"
     """What guidance is written from: the environment's evidence of this round's trajectories only
     (``round``), or accumulated over every round so far (``accumulated``: household counts where
     objects were seen and, above all, where winning episodes took them; kept in
-    ``round_<k>/evidence.json``)."""
-    revise: bool = True
+    ``round_<k>/evidence.json``). Default ``round``, with ``revise`` off and ``grain: task_type``: the
+    three together raised retrieval (41% -> 61% of training groups) and the advice's worth to GRPO's
+    policy, but EDGE's own plain success fell (seeds 0-1, benchmarks/results/bank_quality.md)."""
+    revise: bool = False
     """When the evidence changes what an active entry should say, write a new version of it (its
     ``revises`` names the old one, which becomes ``revised``); False: the first entry for a
     signature stays until it is pruned."""
-    grain: Literal["task_type", "knowledge"] = "knowledge"
+    grain: Literal["task_type", "knowledge"] = "task_type"
     """Which tasks an entry serves: ``task_type``, the failure's task type (and every type for the
     environment's generic guidance); ``knowledge``, what the environment says the guidance is about
     (household: where an object lies serves every task type that needs the object)."""

@@ -30,7 +30,7 @@ def simple_tasks(*objects: str):
 
 def test_one_round_credits_what_was_used_writes_for_new_failures_and_prunes(tmp_path):
     bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
-    cfg = BankConfig(eta=0.5, prune={"min_uses": 2, "min_utility": 0.0, "stale_rounds": 3})
+    cfg = BankConfig(eta=0.5, prune={"min_uses": 2, "min_utility": 0.0, "stale_rounds": 3}, grain="knowledge")
     round0 = [traj for task in simple_tasks("pencil", "pillow") for traj in lost_and_won(task)]
     first = co_evolve(bank, round0, [], 0, cfg)
     assert [a["signature"] for a in first["added"]] == ["any|pencil|not_found",
@@ -70,6 +70,8 @@ def test_a_near_duplicate_is_advice_about_the_same_subject(tmp_path):
     assert near_duplicate(bank, again, [spatula, pencil], threshold=0.7) is pencil
     assert near_duplicate(bank, entry("g4", "spatula", pencil.text.replace("pencil", "spatula")), [pencil],
                           threshold=0.7) is None  # alike words, another subject
+    assert near_duplicate(bank, entry("g6", "spatula", pencil.text), [pencil], threshold=0.7,
+                          same_subject=False) is pencil  # grain task_type: texts merge across subjects
     other_type = entry("g5", "pencil", again.text, task_type="pick_two_obj_and_place")
     assert near_duplicate(bank, other_type, [pencil], threshold=0.7) is pencil  # "any" serves every type
     assert near_duplicate(bank, pencil, [other_type], threshold=0.7) is None
@@ -79,14 +81,15 @@ def test_evidence_accumulates_and_an_entry_it_contradicts_gets_a_new_version(tmp
     (pencil,) = simple_tasks("pencil")
     lost, won = lost_and_won(pencil)
     first_bank = ExperienceBank.open(tmp_path / "a", HashEmbedder())
-    first = co_evolve(first_bank, [lost, won], [], 0, BankConfig())
+    learning = BankConfig(evidence="accumulated", revise=True, grain="knowledge")
+    first = co_evolve(first_bank, [lost, won], [], 0, learning)
     [entry] = first["added"]
     evidence = first["evidence"]
     assert evidence["household"]["taken"]["pencil"]  # where the winner took it
     assert entry["text"].startswith("try : look for pencil in ") and "shelf" not in entry["text"]
     # Earlier rounds (as the next round receives them) saw pencils on shelves many times.
     evidence["household"]["seen"]["pencil"] = {"shelf": 50} | evidence["household"]["seen"]["pencil"]
-    second = co_evolve(first_bank, [lost], [], 1, BankConfig(), evidence=evidence)
+    second = co_evolve(first_bank, [lost], [], 1, learning, evidence=evidence)
     [revision] = second["revised"]
     new = first_bank.get(revision["by"])
     assert revision["id"] == entry["id"] and new.revises == entry["id"]
@@ -96,7 +99,8 @@ def test_evidence_accumulates_and_an_entry_it_contradicts_gets_a_new_version(tmp
     assert second["evidence"]["household"]["seen"]["pencil"]["shelf"] == 50  # carried on
 
     # Without revision the first entry stays; with this round's evidence alone nothing changed.
-    for name, cfg in (("b", BankConfig(revise=False)), ("c", BankConfig(evidence="round"))):
+    for name, cfg in (("b", learning.model_copy(update={"revise": False})),
+                      ("c", learning.model_copy(update={"evidence": "round"}))):
         bank = ExperienceBank.open(tmp_path / name, HashEmbedder())
         co_evolve(bank, [lost, won], [], 0, cfg)
         again = co_evolve(bank, [lost], [], 1, cfg, evidence=evidence)

@@ -9,11 +9,11 @@ and the snapshot). It returns the round's record of changes, which the stage wri
    order, ``n <- n + 1`` and a point of its history (utility, plain and conditioned success).
 2. **Synthesis**: guidance for failure signatures no active entry covers (``edge.bank.synthesis``),
    written from the environment's evidence (this round's, or accumulated over the run:
-   ``bank.evidence``); a near-duplicate of an active entry about the same subject and task type
-   (text similarity at least ``bank.merge_threshold``) is stored as ``merged`` into it, its
-   provenance added to the twin's. With ``bank.revise``, a signature whose active entry the evidence
-   now contradicts (the writer says something else) gets a new version that ``revises`` it; the old
-   one becomes ``revised``.
+   ``bank.evidence``); a near-duplicate of an active entry of the same task type (text similarity at
+   least ``bank.merge_threshold``; with ``bank.grain: knowledge`` also about the same subject) is
+   stored as ``merged`` into it, its provenance added to the twin's. With ``bank.revise``, a
+   signature whose active entry the evidence now contradicts (the writer says something else) gets a
+   new version that ``revises`` it; the old one becomes ``revised``.
 3. **Pruning**: not helping, internalized, stale, size cap (``edge.bank.pruning``), with reasons.
 """
 
@@ -121,7 +121,7 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
             active.remove(old)
             revised.append({"id": old.id, "by": entry.id, "signature": entry.signature, "was": old.text,
                             "now": entry.text})
-        twin = near_duplicate(bank, entry, active, cfg.merge_threshold)
+        twin = near_duplicate(bank, entry, active, cfg.merge_threshold, same_subject=cfg.grain == "knowledge")
         if twin is not None:
             twin.provenance = sorted(set(twin.provenance) | set(entry.provenance))
             bank.upsert([twin])
@@ -137,12 +137,14 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
     return added, merged, revised, dict(sorted(counts.items()))
 
 
-def near_duplicate(bank: ExperienceBank, entry: BankEntry, active: list[BankEntry],
-                   threshold: float) -> BankEntry | None:
-    """The active entry about the same subject (key), for the same task type or "any", whose text is
-    most similar, if at least ``threshold``. Advice about another subject is never a twin, however
-    alike the words ("look for keychain in sidetable" / "look for watch in sidetable")."""
-    peers = [e for e in active if e.task_type in (entry.task_type, "any") and e.key == entry.key]
+def near_duplicate(bank: ExperienceBank, entry: BankEntry, active: list[BankEntry], threshold: float,
+                   same_subject: bool = True) -> BankEntry | None:
+    """The active entry for the same task type or "any" whose text is most similar, if at least
+    ``threshold``; with ``same_subject`` (``bank.grain: knowledge``, where an entry serves every task
+    type needing its subject) only one about the same subject (key): advice about another subject is
+    then never a twin, however alike the words ("look for keychain in sidetable" / "... watch ...").
+    Without it (``grain: task_type``) texts merge across subjects, as the bank always did."""
+    peers = [e for e in active if e.task_type in (entry.task_type, "any") and (not same_subject or e.key == entry.key)]
     if not peers:
         return None
     vectors = bank.embedder.embed([entry.text] + [e.text for e in peers])
@@ -175,7 +177,7 @@ def co_evolve(bank: ExperienceBank, trajectories: list[Trajectory], contribution
     credited = credit_entries(bank, contributions, round_index, cfg.eta)
     credit_seconds = time.perf_counter() - started
     synth_started = time.perf_counter()
-    evidence = round_evidence(trajectories, evidence if cfg.evidence == "accumulated" else None)
+    evidence = round_evidence(trajectories, (evidence or {}) if cfg.evidence == "accumulated" else None)
     added, merged, revised, counts = (add_guidance(bank, trajectories, round_index, cfg, evidence) if synthesize_new
                                       else ([], [], [], {}))
     synth_seconds = time.perf_counter() - synth_started

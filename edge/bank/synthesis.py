@@ -82,14 +82,13 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
 
 def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Environment -> what its knowledge reads off the trajectories of that environment, added to
-    ``previous`` (the same mapping from earlier rounds; None: this round alone)."""
+    ``previous`` (the same mapping from earlier rounds, {} before the first; None: this round alone)."""
     by_env: dict[str, list[Trajectory]] = {}
     for t in trajectories:
         by_env.setdefault(t.task.env, []).append(t)
-    previous = previous or {}
-    out = dict(previous)
+    out = dict(previous or {})
     for env, group in by_env.items():
-        out[env] = knowledge(env).evidence(group, previous.get(env))
+        out[env] = knowledge(env).evidence(group, None if previous is None else previous.get(env, {}))
     return out
 
 

@@ -129,9 +129,12 @@ class RoomKnowledge(Knowledge):
 
     def evidence(self, trajectories: list[Trajectory], previous: dict | None = None) -> dict:
         """``seen``: object kind -> receptacle kind -> how often an observation showed one there;
-        ``taken``: the same for where winning episodes took it (the places that led to a success)."""
+        ``taken``: the same for where winning episodes took it (the places that led to a success),
+        counted only when evidence accumulates (``previous`` not None): ``bank.evidence: round`` reads
+        this round's sightings alone, as the bank always did."""
         out = {"seen": {}, "taken": {}}
-        rounds = {"seen": where_seen(trajectories), "taken": where_taken([t for t in trajectories if t.won])}
+        rounds = {"seen": where_seen(trajectories),
+                  "taken": where_taken([t for t in trajectories if t.won]) if previous is not None else {}}
         for part, counts in rounds.items():
             merged: dict[str, Counter] = defaultdict(Counter)
             for obj, places in ((previous or {}).get(part) or {}).items():
