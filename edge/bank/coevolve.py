@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from edge.bank.entry import BankEntry
+from edge.bank.entry import PRUNE_REASONS, BankEntry
 from edge.bank.pruning import PruneRules, prune_decisions
 from edge.bank.store import ExperienceBank
 from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, round_evidence, synthesize
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from edge.algorithms.contribution import GroupContribution
     from edge.config import BankConfig
     from edge.rollout import Trajectory
-
-PRUNE_REASONS = ("not_helping", "internalized", "stale", "size_cap")
-
 
 @dataclass
 class EntryCredit:

@@ -67,7 +67,7 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
             continue
         reader = knowledge(t.task.env)
         if not reader.has("read_failure"):
-            continue  # said once at start (edge.train.warn_missing_knowledge): the bank stays empty
+            continue  # said once at start (missing_parts, from Run.open): the bank stays empty
         read = reader.read_failure(t)
         if read is None:
             continue

@@ -13,6 +13,8 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING
 
 from edge.envs.base import Demonstrators, Knowledge, Task
+from edge.envs.household.tasks import TRANSFORM
+from edge.envs.household.world import kind_of
 from edge.guidance import entry
 from edge.text import split_words
 
@@ -27,13 +29,6 @@ SEEN = re.compile(r"(?:you see|in it, you see) (.*?)(?:\.|$)")
 # arrives at "loc 23", which names nothing.
 ON_THE = re.compile(r"\bon the ([a-z]+) \d+, you see")
 ARRIVE = re.compile(r"^(?:you arrive at|you open the) ([a-z]+) \d+")
-TRANSFORM_VERB = {"pick_clean_then_place_in_recep": "clean", "pick_heat_then_place_in_recep": "heat",
-                  "pick_cool_then_place_in_recep": "cool"}
-
-
-def kind(name: str) -> str:
-    """"apple 1" -> "apple": guidance is about kinds, never ids."""
-    return name.rsplit(" ", 1)[0]
 
 
 # ----- how guidance reads --------------------------------------------------------------------
@@ -75,15 +70,15 @@ def failure_pattern(traj: Trajectory) -> str:
     """How a lost episode failed, read off its actions: the first step of the goal it never did."""
     goal = traj.task.spec["goal"]
     actions = [s.decision.action for s in traj.steps]
-    took = [a for a in actions if a.startswith("take ") and kind(a[5:].split(" from ")[0]) == goal["object"]]
+    took = [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == goal["object"]]
     if not took:
         return "not_found"
     if goal["type"] == "look_at_obj_in_light":
         return "no_lamp"
-    verb = TRANSFORM_VERB.get(goal["type"])
+    verb = TRANSFORM.get(goal["type"])
     if verb and not any(a.startswith(f"{verb} ") for a in actions):
         return "no_transform"
-    placed = [a for a in actions if a.startswith("put ") and kind(a.split(" in/on ")[1]) == goal["target"]]
+    placed = [a for a in actions if a.startswith("put ") and kind_of(a.split(" in/on ")[1]) == goal["target"]]
     if goal["type"] == "pick_two_obj_and_place" and len(placed) == 1:
         return "second_missing"
     return "not_placed"
@@ -97,7 +92,7 @@ def where_taken(trajectories: list[Trajectory]) -> dict[str, Counter]:
             action = step.decision.action
             if action.startswith("take ") and " from " in action:
                 obj, place = action[len("take "):].split(" from ", 1)
-                taken[kind(obj)][kind(place)] += 1
+                taken[kind_of(obj)][kind_of(place)] += 1
     return taken
 
 
@@ -114,7 +109,7 @@ def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
             for item in found.group(1).replace(", and ", ", ").split(", "):
                 name = item.removeprefix("a ").removeprefix("an ").strip()
                 if name and name != "nothing":
-                    seen[kind(name)][at.group(1)] += 1
+                    seen[kind_of(name)][at.group(1)] += 1
     return seen
 
 
@@ -168,8 +163,8 @@ class RoomKnowledge(Knowledge):
             places = self.likely_places(evidence, obj)
             return ("try", find_in(obj, places)) if places else ("recover", open_closed())
         if failure.pattern == "no_transform":
-            verb = TRANSFORM_VERB[goal["type"]]
-            tools = Counter(kind(s.decision.action.split(" with ")[1]) for t in successes for s in t.steps
+            verb = TRANSFORM[goal["type"]]
+            tools = Counter(kind_of(s.decision.action.split(" with ")[1]) for t in successes for s in t.steps
                             if s.decision.action.startswith(f"{verb} "))
             if not tools:
                 return None
@@ -193,8 +188,7 @@ class HouseholdKnowledge(RoomKnowledge):
     def oracle_advice(self, task: Task) -> list[str]:
         """Where the goal's object kind usually lies (its likely receptacle kinds present in the room),
         plus the transformation or lamp step."""
-        from edge.envs.household.tasks import TRANSFORM
-        from edge.envs.household.world import OBJECT_KINDS, kind_of
+        from edge.envs.household.world import OBJECT_KINDS
 
         goal = task.spec["goal"]
         present = {kind_of(r) for r in task.spec["receptacles"]}
