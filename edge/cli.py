@@ -539,6 +539,16 @@ def bench_perf(
     console.print(f"written: {out_dir / 'perf.md'}, {out_dir / 'perf.json'}")
 
 
+@bench_app.command("gpu", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_gpu(ctx: typer.Context) -> None:
+    """The real-model smoke benchmark (Qwen2-style model, BPE tokenizer, LoRA, bf16, gradient checkpointing;
+    GRPO and edge-oracle-bank in score and generate mode): gpu_smoke.md and .json. Takes the options of
+    `python benchmarks/gpu_smoke.py --help`, e.g. `edge bench gpu --size small --out-dir benchmarks/results`."""
+    from edge.benchmarking.gpu_smoke import main
+
+    main(list(ctx.args))
+
+
 @data_app.command("alfworld")
 def data_alfworld(
     dest: Path = typer.Option(None, help="Data folder (default: $ALFWORLD_DATA, else ~/.cache/alfworld)."),

@@ -108,6 +108,14 @@ class PolicyConfig(_Section):
     """Generate mode: reward subtracted per unparseable or inadmissible action."""
     micro_batch_size: int = Field(32, ge=1)
     """Packed rows per forward pass (rollouts, evaluation and updates)."""
+    attn_implementation: Literal["sdpa", "eager"] = "sdpa"
+    """Attention kernel, pinned when the model loads whatever its ``config.json`` says. Score mode
+    packs every candidate into one row behind a 4-D mask, which these two honour (sdpa takes it as a
+    boolean mask, eager as an additive one); flash-attention kernels ignore such a mask and would let
+    candidates see each other, so they are refused."""
+    gradient_checkpointing: bool = False
+    """Recompute the decoder layers' activations in the backward pass (less memory, about a third
+    more compute per update): what fits a 7B model's update on one GPU."""
 
 
 class WarmupConfig(_Section):
@@ -189,6 +197,10 @@ class GRPOConfig(_Section):
     loss_agg: Literal["token-mean", "step-mean", "episode-mean"] = "episode-mean"
     max_grad_norm: float = Field(1.0, gt=0)
     weight_decay: float = Field(0.0, ge=0)
+    update_processes: int = Field(1, ge=1)
+    """Processes of the policy update (``accelerate launch``, gloo on CPU, NCCL on GPUs): each takes a
+    shard of every minibatch and the gradients are summed, so N processes take the one-process
+    update (within float rounding). Rollouts and evaluation stay in the training process."""
 
 
 class PruneConfig(_Section):

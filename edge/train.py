@@ -41,7 +41,7 @@ from edge.algorithms.contribution import (
     with_credit_rule,
 )
 from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
-from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
+from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings
 from edge.envs.base import Task
 from edge.envs.registry import generate_tasks
@@ -321,10 +321,19 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     return out
 
 
-def update_stage(run: Run, k: int) -> Path:
+def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
+    """The policy update (PG + distillation) of round ``k``. With ``grpo.update_processes > 1`` it runs
+    in that many worker processes (``edge.distributed``), each calling this function with its
+    ``shard``; worker 0 writes the checkpoint and the metrics."""
     out = run.round_dir(k) / "checkpoint"
     metrics_file = run.round_dir(k) / "train_metrics.json"
     if out.exists() and metrics_file.exists():
+        return out
+    if shard is None and run.params.grpo.update_processes > 1:
+        from edge.distributed import launch_sharded_update
+
+        launch_sharded_update(run.folder, k, run.params.grpo.update_processes)
+        run._policy = None  # the workers trained it: round k+1 starts from their checkpoint
         return out
     started = time.perf_counter()
     policy, optimizer = run.policy_for(k)
@@ -358,7 +367,9 @@ def update_stage(run: Run, k: int) -> Path:
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
     if samples:
         carries = (lambda s: "teacher" in s.extras) if extra_loss and d_cfg.normalize == "separate" else None
-        losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries)
+        losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries, shard)
+    if shard is not None and shard.rank != 0:
+        return out  # the weights are the same on every worker; worker 0 saves them
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).
     losses["distill_kl"] = losses["distill_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
     # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.
@@ -389,6 +400,7 @@ def update_stage(run: Run, k: int) -> Path:
                       for s in samples) * g.epochs,
         **group_stats, **losses,
         "update_seconds": time.perf_counter() - started,
+        "update_processes": shard.world if shard else 1,
         **json.loads((run.round_dir(k) / "collect.json").read_text()),
         "peak_memory_mb": peak_memory_mb(),
     }

@@ -21,6 +21,7 @@ optimizer steps on its ``N x G`` episodes whatever the episodes' lengths. Anothe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
@@ -179,8 +180,45 @@ def minibatch_bounds(n_samples: int, minibatches: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+@dataclass
+class Shard:
+    """This process's part of a multi-process update (``accelerate launch``, see ``edge/distributed.py``).
+
+    Every process holds all the round's samples and the same weights. Of each minibatch, process
+    ``rank`` takes every ``world``-th sample (the batch is sorted by length, so the shards are about
+    equally long); its gradient, weighted by the *whole* minibatch's normaliser, is summed over the
+    processes by ``reduce_sum``, so each process clips and steps with the one-process gradient (up to
+    the order of float additions) and the weights stay identical everywhere."""
+
+    rank: int
+    world: int
+    reduce_sum: Callable[[torch.Tensor], torch.Tensor]
+    """Sum of a tensor over the processes (every process gets it)."""
+
+    def take(self, batch: list) -> list:
+        return batch[self.rank::self.world]
+
+    def sum_gradients(self, parameters: list[torch.nn.Parameter]) -> None:
+        """Replace each gradient by its sum over the processes, as one flat buffer (one collective).
+        A process whose shard had no gradient contributes zeros; if none had one, gradients stay
+        None, as in a one-process minibatch with nothing to learn (the optimizer then skips them)."""
+        had = self.reduce_sum(torch.tensor([float(any(p.grad is not None for p in parameters))]))
+        if float(had) == 0:
+            return
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in parameters]
+        flat = self.reduce_sum(torch.cat([g.reshape(-1) for g in grads]))
+        for p, part in zip(parameters, flat.split([g.numel() for g in grads])):
+            p.grad = part.view_as(p).clone()
+
+    def sum_stats(self, stats: dict[str, float]) -> dict[str, float]:
+        keys = sorted(stats)
+        total = self.reduce_sum(torch.tensor([stats[k] for k in keys], dtype=torch.float64))
+        return dict(zip(keys, total.tolist()))
+
+
 def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
-                  generator: torch.Generator, extra_loss=None, extra_carries=None) -> dict[str, float]:
+                  generator: torch.Generator, extra_loss=None, extra_carries=None,
+                  shard: Shard | None = None) -> dict[str, float]:
     """Epochs x minibatches of PPO-clip (+ beta * k3) over ``samples``; returns mean metrics, with
     ``optimizer_steps`` the number of steps taken.
 
@@ -195,6 +233,8 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
     term over the units of the minibatch's PG samples only (exactly GRPO's average, however many
     samples carry only the other objective) and the other objective's weights over the units of the
     samples it says it carries.
+
+    ``shard`` (optional): this process's part of a multi-process update (``Shard``).
     """
     model = actor.policy.model
     model.train()
@@ -221,8 +261,13 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                 extra_sum = units_weight([s for s in batch if extra_carries(s)])
             optimizer.zero_grad(set_to_none=True)
             stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
-            for m in range(0, len(batch), micro):
-                chunk = batch[m:m + micro]
+            mine = batch if shard is None else shard.take(batch)
+            if not mine and extra_loss is not None:
+                # Every process reports the same metrics, also one whose shard of this minibatch is empty.
+                for k, v in extra_loss([], [], [], [])[1].items():
+                    stats[k] = stats.get(k, 0.0) + v
+            for m in range(0, len(mine), micro):
+                chunk = mine[m:m + micro]
                 units, full = sample_logprobs(actor, chunk, full=True)
                 raw = [unit_weights(s.n_units, s.episode_length, cfg.loss_agg) for s in chunk]
                 weights = [w / weight_sum for w in raw]
@@ -248,8 +293,11 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                         stats[k] = stats.get(k, 0.0) + v
                 if loss.requires_grad:
                     loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(
-                [p for p in model.parameters() if p.requires_grad], cfg.max_grad_norm)
+            trainable = [p for p in model.parameters() if p.requires_grad]
+            if shard is not None:
+                shard.sum_gradients(trainable)
+                stats = shard.sum_stats(stats)
+            grad_norm = torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
             optimizer.step()
             stats["grad_norm"] = float(grad_norm)
             for k, v in stats.items():

@@ -97,6 +97,34 @@ def pick_positions(hidden: torch.Tensor, rows: list[int], positions: list[int]) 
     return hidden.reshape(batch * width, size).index_select(0, flat)
 
 
+def head_logits(lm_head: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """The output layer's logits in float32. A bf16/fp16 model's own head rounds the logits to its
+    dtype (bf16 keeps 8 bits of mantissa: log-probabilities off by ~0.01-0.1), and those logits
+    enter PPO ratios and KL terms, so a half-precision plain linear head is applied in float32; a
+    float32 model's head is called as it is (same numbers as before)."""
+    weight = getattr(lm_head, "weight", None)
+    if type(lm_head) is torch.nn.Linear and weight is not None and weight.dtype != torch.float32:
+        bias = None if lm_head.bias is None else lm_head.bias.float()
+        return torch.nn.functional.linear(hidden.float(), weight.float(), bias)
+    return lm_head(hidden).float()
+
+
+def packed_attention_mask(allowed: torch.Tensor, implementation: str, dtype: torch.dtype) -> torch.Tensor:
+    """The 4-D mask (batch x 1 x query x key) in the form the attention kernel honours. sdpa takes a
+    boolean mask (True: may attend); eager attention *adds* the mask to its scores, so a boolean mask
+    there adds 0 or 1 and masks nothing: it gets 0 where allowed and the dtype's lowest value elsewhere.
+    Other kernels (flash attention) ignore a 4-D mask, so they are refused rather than silently
+    letting candidates see each other."""
+    allowed = allowed[:, None]
+    if implementation == "sdpa":
+        return allowed
+    if implementation == "eager":
+        additive = torch.zeros(allowed.shape, dtype=dtype)
+        return additive.masked_fill(~allowed, torch.finfo(dtype).min)
+    raise ValueError(f"attention implementation {implementation!r} does not honour the packed 4-D mask of "
+                     "score mode; set policy.attn_implementation to 'sdpa' or 'eager'")
+
+
 class Actor:
     def __init__(self, policy: Policy, builder: PromptBuilder | None = None):
         self.policy = policy
@@ -107,6 +135,12 @@ class Actor:
         self.lm_head = model.get_output_embeddings()
         pad = policy.tokenizer.pad_token_id
         self.pad_id = 0 if pad is None else pad
+
+    def attention_kernel(self) -> str:
+        """The attention implementation the model runs with (the reference model's, under
+        ``using_reference``, is loaded the same way)."""
+        config = getattr(self.backbone, "config", None) or self.policy.model.config
+        return getattr(config, "_attn_implementation", None) or "sdpa"
 
     # ----- acting --------------------------------------------------------------------------
     def act(self, states: list[AgentState], generators: list[torch.Generator], greedy: bool = False) -> list[Decision]:
@@ -210,10 +244,12 @@ class Actor:
         causal = torch.ones((width, width), dtype=torch.bool).tril()
         # A token sees earlier tokens of the prompt and of its own segment; padding sees padding
         # only (so no row of the mask is empty).
-        mask = causal & ((key == query) | ((key == 0) & (query >= 0)))
-        hidden = self.backbone(input_ids=ids.to(device), attention_mask=mask[:, None].to(device),
-                               position_ids=positions.to(device)).last_hidden_state
-        logits = self.lm_head(pick_positions(hidden, rows, predictors)).float()
+        allowed = causal & ((key == query) | ((key == 0) & (query >= 0)))
+        dtype = self.backbone.get_input_embeddings().weight.dtype
+        mask = packed_attention_mask(allowed, self.attention_kernel(), dtype)
+        hidden = self.backbone(input_ids=ids.to(device), attention_mask=mask.to(device),
+                               position_ids=positions.to(device), use_cache=False).last_hidden_state
+        logits = head_logits(self.lm_head, pick_positions(hidden, rows, predictors))
         token_logp = torch.log_softmax(logits, dim=-1).gather(
             1, torch.tensor(targets, device=device)[:, None]).squeeze(1)
         scores = torch.zeros(n_candidates, device=device, dtype=token_logp.dtype)
@@ -226,7 +262,7 @@ class Actor:
         top-p or penalties: the distribution the update's log-probabilities describe), each row from
         its own generator. Left-padded batch with a KV cache; a response ends with EOS (kept) or at
         ``policy.max_new_tokens``."""
-        model, tok, device = self.policy.model, self.policy.tokenizer, self.policy.device
+        tok, device = self.policy.tokenizer, self.policy.device
         eos = tok.eos_token_id
         width = max(len(p) for p in prompts)
         ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
@@ -241,13 +277,16 @@ class Actor:
         past = None
         with torch.inference_mode():
             for _ in range(self.cfg.max_new_tokens):
-                # transformers 5 names the KV cache ``cache`` (``past_key_values`` is deprecated).
-                out = model(input_ids=ids, attention_mask=attention, position_ids=positions,
-                            cache=past, use_cache=True, logits_to_keep=1)
+                # The backbone and our own head, not ``model.generate``: no processor from the
+                # checkpoint's generation_config (repetition penalty, top-k/p) reshapes the
+                # distribution, and the logits are float32 as in ``token_logprobs``. transformers 5
+                # names the KV cache ``cache`` (``past_key_values`` is deprecated).
+                out = self.backbone(input_ids=ids, attention_mask=attention, position_ids=positions,
+                                    cache=past, use_cache=True)
                 past = out.cache
                 # Only rows still open draw: a stream is the episode's for all its steps, so a row that
                 # ended must not use up numbers while its batch-mates go on.
-                logits = out.logits[open_rows, -1, :].float()
+                logits = head_logits(self.lm_head, out.last_hidden_state[open_rows, -1, :])
                 if greedy:
                     drawn = logits.argmax(-1)
                 else:
@@ -281,13 +320,14 @@ class Actor:
         for b, s in enumerate(seqs):
             ids[b, :len(s)] = torch.tensor(s)
             attention[b, :len(s)] = 1
-        hidden = self.backbone(input_ids=ids.to(device), attention_mask=attention.to(device)).last_hidden_state
+        hidden = self.backbone(input_ids=ids.to(device), attention_mask=attention.to(device),
+                               use_cache=False).last_hidden_state
         rows, predictors, targets = [], [], []
         for b, (p, r) in enumerate(zip(prompts, responses)):
             rows += [b] * len(r)
             predictors += range(len(p) - 1, len(p) + len(r) - 1)
             targets += r
-        logits = self.lm_head(pick_positions(hidden, rows, predictors))
-        logp = torch.log_softmax(logits.float() / self.cfg.temperature, dim=-1)
+        logits = head_logits(self.lm_head, pick_positions(hidden, rows, predictors))
+        logp = torch.log_softmax(logits / self.cfg.temperature, dim=-1)
         logp = logp.gather(1, torch.tensor(targets, device=device)[:, None]).squeeze(1)
         return list(logp.split([len(r) for r in responses]))

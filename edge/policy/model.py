@@ -147,8 +147,27 @@ def load_policy(cfg: PolicyConfig, checkpoint: Path | str | None = None, seed: i
             tokenizer.pad_token = tokenizer.eos_token
         if cfg.lora.enabled:
             model = _apply_lora(model, cfg.lora)
+    pin_attention(model, cfg.attn_implementation)
+    if cfg.gradient_checkpointing:
+        # Non-reentrant checkpointing needs no input that requires grad, so it works under LoRA with
+        # frozen embeddings as it does for full fine-tuning.
+        # (transformers >= 5.2x names it activation checkpointing; older 5.x only gradient checkpointing.)
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.to(cfg.device)
     return Policy(model=model, tokenizer=tokenizer, config=cfg)
+
+
+def pin_attention(model, implementation: str) -> None:
+    """Run ``model`` with ``implementation`` whatever its saved config asks for: a checkpoint saved
+    with ``attn_implementation: flash_attention_2`` would otherwise ignore score mode's packed mask."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(base.config, "_attn_implementation", None) != implementation:
+        base.set_attn_implementation(implementation)
+    if base.config._attn_implementation != implementation:
+        raise ValueError(f"policy.attn_implementation {implementation!r} could not be set on {type(base).__name__}")
 
 
 def save_policy(policy: Policy, folder: Path | str) -> Path:
