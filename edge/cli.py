@@ -157,7 +157,7 @@ def train_cmd(
     set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set grpo.lr=5e-4."),
     prefect: bool = typer.Option(False, help="Run through the Prefect flow (in-process, ephemeral server)."),
     track: bool = typer.Option(True, help="Log to MLflow."),
-    export: Path = typer.Option(None, help="Also copy metrics.json, curve.json and plots here (DVC reads them)."),
+    export: Path = typer.Option(None, help="Also copy metrics.json, the curves and plots here (DVC reads them)."),
 ) -> None:
     """Train for R rounds (resuming a run folder that already has some), printing each round."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -195,7 +195,8 @@ def train_cmd(
 
         export.mkdir(parents=True, exist_ok=True)
         folder = Path(result["run_folder"])
-        for path in [folder / "metrics.json", folder / "curve.json", *sorted((folder / "plots").glob("*.png"))]:
+        curves = [folder / "curve.json", folder / "eval_curve.json"]
+        for path in [folder / "metrics.json", *curves, *sorted((folder / "plots").glob("*.png"))]:
             shutil.copy2(path, export / path.name)
     console.print(f"run folder: {result['run_folder']}")
 
@@ -212,6 +213,10 @@ def compare_cmd(
     if missing:
         _fail(f"no metrics.json in {', '.join(missing)}: train those runs first")
     compare_runs(runs, out)
+    from edge.tracking import attach_to_runs
+
+    # Each compared run's MLflow page shows the comparison it took part in.
+    attach_to_runs(runs, [out / "compare.png", out / "compare.json"], "compare")
     summary_cmd(out / "compare.json")
 
 
@@ -426,7 +431,8 @@ def serve_cmd(
         from flows.edge_training import DEPLOYMENTS, edge_training
 
         path = str(params.resolve())
-        deployments = [edge_training.to_deployment(name=name, parameters={"params_path": path, **values})
+        deployments = [edge_training.to_deployment(name=name, parameters={"params_path": path, **values},
+                                                   tags=["edge", values["method"]])
                        for name, values in DEPLOYMENTS.items()]
         console.print(f"Prefect server: {api[:-4]}  deployments: "
                       + ", ".join(f"edge-training/{n}" for n in DEPLOYMENTS))

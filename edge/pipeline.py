@@ -2,7 +2,7 @@
 
 ``run_pipeline`` is what the Prefect flow, ``dvc repro`` and ``edge train`` all end up calling. It
 adds to ``edge.train.train`` what a person wants afterwards: every per-round metric in MLflow, the
-bank snapshots and plots as artifacts, and ``metrics.json`` / ``curve.json`` for DVC.
+bank snapshots and plots as artifacts, and ``metrics.json`` / ``curve.json`` / ``eval_curve.json`` for DVC.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from edge.config import EdgeParams
 from edge.plots import run_plots
-from edge.train import Run, round_summary, train, write_json
+from edge.train import Run, base_summary, round_summary, train, write_json
 
 
 def collect_rows(run: Run) -> list[dict]:
@@ -21,6 +21,27 @@ def collect_rows(run: Run) -> list[dict]:
         if (run.round_dir(k) / "train_metrics.json").exists():
             rows.append(round_summary(run, k))
     return rows
+
+
+def is_eval_key(key: str) -> bool:
+    return key.startswith("eval_") or key == "evaluate_seconds"
+
+
+def same_keys(rows: list[dict]) -> list[dict]:
+    """Every row with every key any row has (None where a row lacks it): DVC's plot converter rejects a
+    file whose rows have different keys."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return [{k: r.get(k) for k in keys} for r in rows]
+
+
+def dvc_curves(rows: list[dict], base: dict) -> tuple[list[dict], list[dict]]:
+    """(``curve.json``: the training metrics of every round; ``eval_curve.json``: the evaluation of the
+    base, as round -1, and of every evaluated round). Two files because evaluation runs every
+    ``eval.every`` rounds: in one file its lines would be isolated points between nulls."""
+    train_rows = same_keys([{k: v for k, v in r.items() if not is_eval_key(k)} for r in rows])
+    evaluated = [base] + [{k: v for k, v in r.items() if k == "round" or is_eval_key(k)}
+                          for r in rows if any(k.startswith("eval_") for k in r)]
+    return train_rows, same_keys(evaluated)
 
 
 def final_metrics(run: Run, rows: list[dict]) -> dict:
@@ -72,21 +93,24 @@ def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = T
 
     def after_round(k: int, summary: dict, run: Run) -> None:
         if tracker:
+            tracker.log_base(base_summary(run))
             tracker.log_round(k, summary, run.round_dir(k))
         if on_round:
             on_round(k, summary, run)
 
     run = train(params, on_round=after_round, stages=stages)
     rows = collect_rows(run)
-    # Rounds without an evaluation leave those keys out (DVC's plots skip missing keys, not nulls).
-    write_json(run.folder / "curve.json", [{k: v for k, v in r.items() if v is not None} for r in rows])
+    train_rows, eval_rows = dvc_curves(rows, base_summary(run))
+    write_json(run.folder / "curve.json", train_rows)
+    write_json(run.folder / "eval_curve.json", eval_rows)
     metrics = final_metrics(run, rows)
     write_json(run.folder / "metrics.json", metrics)
     title = f"{params.train.env} / {params.train.method} / seed {params.seed}"
     plots = run_plots(rows, run.folder / "plots", title)
     if tracker:
         tracker.log_files(plots, "plots")
-        tracker.log_files([run.folder / "metrics.json", run.folder / "curve.json"], "summary")
+        tracker.log_files([run.folder / "metrics.json", run.folder / "curve.json", run.folder / "eval_curve.json"],
+                          "summary")
         tracker.finish()
     return metrics | {"run_folder": str(run.folder)}
 
@@ -107,7 +131,8 @@ def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
     table, curves, folders = [], {}, {}
     for folder in run_folders:
         metrics = json.loads((Path(folder) / "metrics.json").read_text())
-        rows = json.loads((Path(folder) / "curve.json").read_text())
+        evaluated = Path(folder) / "eval_curve.json"
+        rows = json.loads((evaluated if evaluated.exists() else Path(folder) / "curve.json").read_text())
         table.append(metrics)
         folders[metrics["method"]] = Path(folder)
         curves[f"{metrics['method']} s{metrics['seed']}"] = [
@@ -131,3 +156,45 @@ def compare_runs(run_folders: list[Path], out_dir: Path) -> dict:
     write_json(out_dir / "compare.json", summary)
     compare_plot(curves, out_dir / "compare.png", "methods against GRPO (test_seen)")
     return summary
+
+
+MLFLOW_UI = "http://127.0.0.1:5000"
+"""Where the README's ``mlflow ui`` command serves the store (links in the Prefect artifact)."""
+
+
+def run_report_markdown(run_folder: Path) -> str:
+    """A finished (or stopped) run as markdown: its final numbers, a round table and its MLflow run (the
+    Prefect flow publishes it as the flow run's artifact)."""
+    folder = Path(run_folder)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    rows = json.loads((folder / "curve.json").read_text())
+    evaluated = {r["round"]: r for r in json.loads((folder / "eval_curve.json").read_text())}
+    split = "test_seen"
+
+    def pct(v):
+        return "" if v is None else f"{v:.1%}"
+
+    def final(key):
+        return pct(metrics.get(f"{split}_{key}"))
+
+    lines = [f"# {folder.name}", "",
+             f"{metrics['env']} / {metrics['method']} / seed {metrics['seed']}: {metrics['rounds']} rounds; "
+             f"{split} plain {final('plain')} (base {final('base_plain')}), with the bank {final('with_bank')}, "
+             f"retention {final('retention')}.", "", f"Run folder: `{folder}`"]
+    state = folder / "mlflow.json"
+    if state.exists():
+        ids = json.loads(state.read_text())
+        if ids.get("experiment_id"):
+            url = f"{MLFLOW_UI}/#/experiments/{ids['experiment_id']}/runs/{ids['run_id']}"
+            lines.append(f"MLflow: [{folder.name}]({url}) (after `mlflow ui` as the README says)")
+    lines += ["", f"| round | train plain | train with experience | {split} plain | {split} with bank | samples |",
+              "| --- | --- | --- | --- | --- | --- |"]
+
+    def evals(row):
+        return f"{pct(row.get(f'eval_{split}_plain'))} | {pct(row.get(f'eval_{split}_with_bank'))}"
+
+    lines.append(f"| base | | | {evals(evaluated.get(-1, {}))} | |")
+    for r in rows:
+        trained = f"{pct(r.get('train_success_plain'))} | {pct(r.get('train_success_conditioned'))}"
+        lines.append(f"| {r['round']} | {trained} | {evals(evaluated.get(r['round'], {}))} | {r.get('samples')} |")
+    return "\n".join(lines) + "\n"

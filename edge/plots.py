@@ -52,7 +52,7 @@ def run_plots(rows: list[dict], folder: Path, title: str) -> list[Path]:
 
 def compare_plot(curves: dict[str, list[tuple[int, float, float | None]]], path: Path, title: str) -> Path:
     """Plain (solid) and with-bank (dashed) success per round for several methods."""
-    return curves_plot(curves, path, title, xlabel="round", ylabel="test_seen success")
+    return curves_plot(curves, path, title, xlabel="round (-1: the base)", ylabel="test_seen success")
 
 
 def curves_plot(curves: dict[str, list[tuple[float, float, float | None]]], path: Path, title: str,

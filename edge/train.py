@@ -522,6 +522,18 @@ def round_summary(run: Run, k: int) -> dict:
     return out
 
 
+def base_summary(run: Run) -> dict:
+    """The starting checkpoint's evaluation in ``round_summary``'s keys, as round -1."""
+    ev = json.loads((run.folder / "eval_base.json").read_text())
+    out = {"round": -1}
+    for split in run.params.eval.splits:
+        out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
+        if "with_bank" in ev[split]:
+            out[f"eval_{split}_with_bank"] = ev[split]["with_bank"]["success"]
+            out[f"eval_{split}_retention"] = ev[split]["retention"]
+    return out
+
+
 STAGES = {
     "collect": collect_stage, "score": score_stage, "update_bank": update_bank_stage,
     "distill": update_stage, "evaluate": evaluate_stage,

@@ -67,12 +67,40 @@ def test_kill_mid_round_then_resume_matches_an_uninterrupted_run(tmp_path):
                    "eval_test_seen_plain", "eval_test_seen_with_bank", "retrieval_hit_rate", "collect_seconds",
                    "tokens", "peak_memory_mb"):
         steps = [m.step for m in client.get_metric_history(run_id, metric)]
-        assert sorted(steps) == [0, 1, 2], (metric, steps)
+        # The base checkpoint's evaluation is step -1, so the curves start at the base.
+        assert sorted(steps) == ([-1, 0, 1, 2] if metric.startswith("eval_") else [0, 1, 2]), (metric, steps)
     run = client.get_run(run_id)
     assert run.data.params["train.method"] == "edge" and run.data.tags["git_commit"]
+    assert run.info.run_name == "killed"  # its run folder's name (household-edge-s0 by default)
+    assert {run.data.tags[k] for k in ("method", "env", "seed")} == {"edge", "household", "2"}
+    assert run.data.tags["train.rounds"] == "3" and "train.rounds" not in run.data.params
     artifacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"bank", "plots", "summary"} <= artifacts
     rounds = {a.path for a in client.list_artifacts(run_id, "bank")}
     assert rounds == {"bank/round_000", "bank/round_001", "bank/round_002"}
     experiment = client.get_experiment(run.info.experiment_id)
     assert experiment.name == "edge-household"
+    # Typed for model training, so MLflow 3's UI opens the runs table, not the GenAI overview.
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert {a.path for a in client.list_artifacts(run_id, "summary")} >= {"summary/curve.json",
+                                                                          "summary/eval_curve.json"}
+
+    # DVC's own plot converter accepts both curves (rows with the same keys) and draws every line.
+    repo = tmp_path / "dvc-repo"
+    repo.mkdir()
+    for name in ("curve.json", "eval_curve.json"):
+        (repo / name).write_text((runs / "killed" / name).read_text())
+    (repo / "dvc.yaml").write_text("plots:\n  - curve.json:\n      x: round\n"
+                                   "      y: [train_success_plain, delta_mean]\n"
+                                   "  - eval_curve.json:\n      x: round\n"
+                                   "      y: [eval_test_seen_plain, eval_test_seen_with_bank]\n")
+    dvc = str(Path(EDGE).parent / "dvc")
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run([dvc, "init", "-q"], cwd=repo, check=True)
+    shown = subprocess.run([dvc, "plots", "show", "--json"], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    plots = json.loads(shown.stdout)
+    assert not plots.get("errors"), plots["errors"]
+    for name, points in (("curve.json", 2 * 3), ("eval_curve.json", 2 * 4)):  # 2 lines x (rounds or base + rounds)
+        values = plots["data"][name][0]["content"]["data"]["values"]
+        assert len(values) == points and all(v["dvc_inferred_y_value"] is not None for v in values), name

@@ -487,12 +487,11 @@ def log_to_mlflow(report: dict, files: list[Path]) -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     import mlflow
 
-    from edge.tracking import PROJECT, tracking_uri
+    from edge.tracking import experiment_id, tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
     name = "bench-learning"
-    if mlflow.get_experiment_by_name(name) is None:
-        mlflow.create_experiment(name, artifact_location=(PROJECT / "mlartifacts" / name).as_uri())
+    experiment_id(mlflow.tracking.MlflowClient(), name, "The learning benchmark's tables and plots, a run per report.")
     mlflow.set_experiment(name)
     with mlflow.start_run(run_name=report["config"]["name"]):
         mlflow.log_params({k: str(v) for k, v in report["config"].items()})

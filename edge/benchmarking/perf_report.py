@@ -223,15 +223,12 @@ def log_to_mlflow(report: dict, out_dir: Path | None) -> str:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     import mlflow
 
-    from edge.tracking import PROJECT, git_commit, tracking_uri
+    from edge.tracking import experiment_id, git_commit, tracking_uri
 
     mlflow.set_tracking_uri(tracking_uri())
     client = mlflow.tracking.MlflowClient()
-    name = "bench-perf"
-    experiment = client.get_experiment_by_name(name)
-    experiment_id = (experiment.experiment_id if experiment else
-                     client.create_experiment(name, artifact_location=(PROJECT / "mlartifacts" / name).as_uri()))
-    run = client.create_run(experiment_id, run_name="perf-quick" if report["quick"] else "perf",
+    experiment = experiment_id(client, "bench-perf", "The performance profile: one run per report.")
+    run = client.create_run(experiment, run_name="perf-quick" if report["quick"] else "perf",
                             tags={"git_commit": git_commit(), "quick": str(report["quick"])})
     run_id = run.info.run_id
     for key, value in report["params"].items():
