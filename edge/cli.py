@@ -19,6 +19,10 @@ app.add_typer(env_app, name="env")
 app.add_typer(data_app, name="data")
 bank_app = typer.Typer(no_args_is_help=True, help="Audit a run's experience bank.")
 app.add_typer(bank_app, name="bank")
+runs_app = typer.Typer(no_args_is_help=True, help="The training runs in a runs folder.")
+app.add_typer(runs_app, name="runs")
+config_app = typer.Typer(no_args_is_help=True, help="The effective configuration.")
+app.add_typer(config_app, name="config")
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks that reproduce the tables in benchmarks/results/.")
 app.add_typer(bench_app, name="bench")
 
@@ -158,6 +162,8 @@ def train_cmd(
     prefect: bool = typer.Option(False, help="Run through the Prefect flow (in-process, ephemeral server)."),
     track: bool = typer.Option(True, help="Log to MLflow."),
     export: Path = typer.Option(None, help="Also copy metrics.json, the curves and plots here (DVC reads them)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the effective parameters and what the run would "
+                                                          "do (start or resume where), then stop."),
 ) -> None:
     """Train for R rounds (resuming a run folder that already has some), printing each round."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -170,6 +176,9 @@ def train_cmd(
         if value is not None:
             overrides.append(f"{key}={value}")
     cfg = _params(params, overrides)
+    if dry_run:
+        _dry_run(cfg)
+        return
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console) as progress:
         bar = progress.add_task(f"{cfg.train.env}/{cfg.train.method} rounds", total=cfg.train.rounds)
@@ -339,14 +348,85 @@ def _run_bank_entries(run: Path, round_index: int | None):
     return read_snapshot(path)
 
 
+def _dry_run(cfg) -> None:
+    import yaml
+
+    from edge.runs import run_status
+
+    print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
+    folder = Path(cfg.train.runs_dir) / (cfg.train.run_name or f"{cfg.train.env}-{cfg.train.method}-s{cfg.seed}")
+    if not (folder / "params.json").exists():
+        print(f"dry run: would start {folder} and train {cfg.train.rounds} rounds")
+        return
+    status = run_status(folder)
+    print(f"dry run: {folder} exists ({status.state}, {status.rounds_done}/{status.rounds_planned} rounds); "
+          f"the same command resumes it to {cfg.train.rounds} rounds if its parameters match")
+
+
+@runs_app.command("ls")
+def runs_ls(
+    runs_dir: Path = typer.Option(None, help="The runs folder (default: train.runs_dir of --params)."),
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every run with its method, seed, progress (finished, or where it stopped) and last numbers."""
+    from dataclasses import asdict
+
+    from edge.runs import list_runs
+
+    folder = runs_dir or _params(params).train.runs_dir
+    try:
+        runs = list_runs(folder)
+    except ValueError as err:
+        _fail(str(err))
+    if as_json:
+        print(json.dumps([asdict(r) for r in runs], indent=2))
+        return
+    table = Table(title=f"runs in {folder}")
+    for column in ("run", "env", "method", "seed", "rounds", "state", "base", "plain", "with bank", "hours"):
+        table.add_column(column)
+
+    def pct(v):
+        return "" if v is None else f"{v:.1%}"
+
+    for r in runs:
+        table.add_row(r.name, r.env, r.method, str(r.seed), f"{r.rounds_done}/{r.rounds_planned}", r.state,
+                      pct(r.base_plain), pct(r.plain), pct(r.with_bank),
+                      "" if r.wall_seconds is None else f"{r.wall_seconds / 3600:.2f}")
+    console.print(table)
+    if not runs:
+        console.print(f"no run folders in {folder}; `edge train` makes one", highlight=False)
+
+
+@config_app.command("show")
+def config_show(
+    params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
+    set_: list[str] = typer.Option(None, "--set", help="Override a parameter, e.g. --set grpo.lr=5e-4."),
+    section: str = typer.Option(None, help="Only this section, e.g. grpo."),
+) -> None:
+    """The configuration a command would run with: params.yaml, the --set overrides and every default."""
+    import yaml
+
+    data = _params(params, list(set_ or [])).model_dump(mode="json")
+    if section is not None:
+        if section not in data:
+            _fail(f"no section {section!r}; sections: {', '.join(data)}")
+        data = {section: data[section]}
+    print(yaml.safe_dump(data, sort_keys=False), end="")
+
+
 @bank_app.command("ls")
 def bank_ls(
-    run: Path = typer.Option(..., help="Run folder, e.g. runs/household-edge-s0."),
-    status: str = typer.Option(None, help="Only entries with this status: active, merged, pruned."),
+    run: Path = typer.Option(..., help="Run folder, e.g. runs/edge (`make run`) or runs/household-edge-s0."),
+    status: str = typer.Option(None, help="Only entries with this status: active, merged, pruned, revised."),
     round_index: int = typer.Option(None, "--round", help="As after this round (default: the last)."),
 ) -> None:
     """List the bank's entries."""
     from edge.bank.audit import format_table
+    from edge.bank.entry import STATUSES
+
+    if status is not None and status not in STATUSES:
+        _fail(f"--status {status!r} is not a status; valid: {', '.join(STATUSES)}")
 
     entries = _run_bank_entries(run, round_index)
     if status:
@@ -378,6 +458,9 @@ def bank_diff(
 ) -> None:
     """What changed between two rounds: added, merged, pruned (with reasons)."""
     from edge.bank.audit import diff
+
+    if from_round >= to_round:
+        _fail(f"--from-round {from_round} must be before --to-round {to_round}")
 
     changes = diff(_run_bank_entries(run, from_round), _run_bank_entries(run, to_round))
     if as_json:

@@ -88,6 +88,34 @@ def test_train_and_eval_commands(tmp_path):
     result = runner.invoke(app, ["train", "--rounds", "1", "--params", str(params), "--set", "grpo.lr=-1"])
     assert result.exit_code == 2 and "grpo.lr" in result.output
 
+    # `edge runs ls`: the run, finished; then as a killed run would leave it.
+    listed = runner.invoke(app, ["runs", "ls", "--params", str(params), "--json"])
+    assert listed.exit_code == 0, listed.output
+    (run,) = json.loads(listed.stdout)
+    assert (run["name"], run["method"], run["seed"], run["state"]) == ("household-grpo-s1", "grpo", 1, "finished")
+    assert run["rounds_done"] == run["rounds_planned"] == 1 and run["plain"] is not None
+    (checkpoint.parent / "train_metrics.json").unlink()
+    (run,) = json.loads(runner.invoke(app, ["runs", "ls", "--params", str(params), "--json"]).stdout)
+    assert run["state"] == "stopped in round 0 before distill" and run["rounds_done"] == 0
+    # `edge train --dry-run` prints the effective parameters and what would happen, and does nothing.
+    dry = runner.invoke(app, ["train", "--method", "edge", "--rounds", "2", "--params", str(params), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "method: edge" in dry.output and "would start" in dry.output and "household-edge-s1" in dry.output
+    assert not (tmp_path / "runs" / "household-edge-s1").exists()
+    shown = runner.invoke(app, ["config", "show", "--params", str(params), "--section", "grpo",
+                                "--set", "grpo.lr=0.01"])
+    assert shown.exit_code == 0 and "lr: 0.01" in shown.output and "minibatches:" in shown.output
+    assert "rollout" not in shown.output
+
+
+def test_bank_commands_refuse_bad_arguments(tmp_path):
+    runner = CliRunner()
+    bad_status = runner.invoke(app, ["bank", "ls", "--run", str(tmp_path), "--status", "bogus"])
+    assert bad_status.exit_code == 2 and "active, merged, pruned, revised" in bad_status.output
+    reversed_rounds = runner.invoke(app, ["bank", "diff", "--run", str(tmp_path), "--from-round", "5",
+                                          "--to-round", "2"])
+    assert reversed_rounds.exit_code == 2 and "must be before" in reversed_rounds.output
+
 
 def test_kl_reference_is_the_starting_model_in_every_round(tmp_path):
     import torch
