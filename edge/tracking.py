@@ -8,6 +8,7 @@ which rounds it has logged, so a resumed run logs each round exactly once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from pathlib import Path
@@ -54,6 +55,13 @@ def experiment_id(client, name: str, description: str = "") -> str:
     for key, value in EXPERIMENT_KIND.items():
         if experiment.tags.get(key) != value:
             client.set_experiment_tag(experiment.experiment_id, key, value)
+    expected = (PROJECT / "mlartifacts" / name).as_uri()
+    if experiment.artifact_location.startswith("file:") and experiment.artifact_location != expected:
+        # MLflow stores an experiment's artifact location as an absolute path and cannot change it.
+        logging.getLogger(__name__).warning(
+            "MLflow experiment %r keeps its artifacts at %s, not under this project (was it moved?); they go "
+            "there. To start the store afresh here, delete mlflow.db and mlartifacts/.", name,
+            experiment.artifact_location)
     return experiment.experiment_id
 
 
