@@ -229,6 +229,21 @@ def compare_cmd(
     summary_cmd(out / "compare.json")
 
 
+@app.command("plots")
+def plots_cmd(
+    out: Path = typer.Option(Path("dvc_plots/offline.html"), help="The HTML page to write."),
+    repo: Path = typer.Option(Path("."), help="The DVC project (its dvc.yaml's plots)."),
+) -> None:
+    """`dvc plots show` as one page that renders offline (charts as SVG, images embedded)."""
+    from edge.dvc_plots import dvc_plots_offline
+
+    try:
+        page = dvc_plots_offline(repo, out)
+    except (RuntimeError, OSError) as err:
+        _fail(str(err))
+    console.print(f"written: {page}", highlight=False)
+
+
 @app.command("summary")
 def summary_cmd(compare_file: Path = typer.Argument(Path("results/compare/compare.json"))) -> None:
     """Print the comparison table: plain and scaffolded success, retention, EDGE - GRPO."""

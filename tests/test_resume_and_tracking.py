@@ -104,3 +104,7 @@ def test_kill_mid_round_then_resume_matches_an_uninterrupted_run(tmp_path):
     for name, points in (("curve.json", 2 * 3), ("eval_curve.json", 2 * 4)):  # 2 lines x (rounds or base + rounds)
         values = plots["data"][name][0]["content"]["data"]["values"]
         assert len(values) == points and all(v["dvc_inferred_y_value"] is not None for v in values), name
+    # `edge plots`: the same charts as a page that needs no network (SVG drawn here, no CDN script).
+    subprocess.run([EDGE, "plots", "--out", "offline.html"], cwd=repo, check=True, capture_output=True, timeout=300)
+    page = (repo / "offline.html").read_text()
+    assert page.count("<svg") == 2 and "<script" not in page and "eval_test_seen_with_bank" in page
