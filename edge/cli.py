@@ -269,6 +269,19 @@ def summary_cmd(compare_file: Path = typer.Argument(Path("results/compare/compar
             line += (f" [{p['low'] * 100:+.1f}, {p['high'] * 100:+.1f}] paired over {p['n']} tasks "
                      "(one seed: evaluation noise only)")
         console.print(line, highlight=False)
+    from edge.benchmarking.stats import over_seeds
+
+    seeds = over_seeds(data["runs"])
+    if any(len(entry["seeds"]) > 1 for entry in seeds.values()):
+        table = Table(title="over seeds: mean [95% t interval]; - GRPO paired by seed (sign-flip p)")
+        for column in ("method", "seeds", "plain", "- GRPO (points)", "p"):
+            table.add_column(column)
+        for method, entry in seeds.items():
+            m, d = entry["mean"], entry.get("minus_grpo")
+            points = "-" if d is None else f"{d['mean'] * 100:+.1f} [{d['low'] * 100:+.1f}, {d['high'] * 100:+.1f}]"
+            table.add_row(method, str(len(entry["seeds"])), f"{m['mean']:.1%} [{m['low']:.1%}, {m['high']:.1%}]",
+                          points, "-" if entry.get("p") is None else f"{entry['p']:.3f}")
+        console.print(table)
     console.print("Next: `.venv/bin/mlflow ui --backend-store-uri sqlite:///$(pwd)/mlflow.db` (compare runs), "
                   "`.venv/bin/dvc plots show` (curves), `.venv/bin/edge bank ls --run runs/edge` (the bank).")
 

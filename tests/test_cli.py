@@ -43,3 +43,20 @@ def test_data_prepare_reads_params(tmp_path):
     params.write_text("data:\n  train_tasks: -1\n")
     result = runner.invoke(app, ["data", "prepare", "--params", str(params)])
     assert result.exit_code == 2 and "data.train_tasks" in result.output
+
+
+def test_summary_aggregates_over_seeds_with_paired_intervals(tmp_path):
+    from edge.benchmarking.stats import over_seeds
+
+    runs = [{"method": m, "seed": s, "test_seen_plain": v, "test_seen_base_plain": 0.1}
+            for m, values in (("grpo", (0.30, 0.40, 0.50)), ("edge", (0.35, 0.48, 0.52))) for s, v in enumerate(values)]
+    seeds = over_seeds(runs)
+    assert seeds["grpo"]["seeds"] == [0, 1, 2] and abs(seeds["grpo"]["mean"]["mean"] - 0.40) < 1e-12
+    d = seeds["edge"]["minus_grpo"]
+    assert abs(d["mean"] - 0.05) < 1e-12 and d["low"] < 0.05 < d["high"] and d["n"] == 3
+    assert seeds["edge"]["p"] == 0.25  # three positive differences: 2 of 8 sign flips are as extreme
+    compare = tmp_path / "compare.json"
+    compare.write_text(json.dumps({"runs": runs}))
+    result = runner.invoke(app, ["summary", str(compare)])
+    assert result.exit_code == 0, result.output
+    assert "over seeds" in result.output and "+5.0 [" in result.output

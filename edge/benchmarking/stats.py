@@ -113,3 +113,24 @@ def paired_task_difference(ours: dict[str, float], theirs: dict[str, float], con
         return Estimate(mean, mean, mean, 1, "paired tasks, normal")
     half = norm.ppf((1 + confidence) / 2) * statistics.stdev(diffs) / len(diffs) ** 0.5
     return Estimate(mean, mean - half, mean + half, len(diffs), "paired tasks, normal")
+
+
+def over_seeds(runs: list[dict], key: str = "test_seen_plain", baseline: str = "grpo") -> dict[str, dict]:
+    """Per method, over the seeds it was run with (``runs``: ``metrics.json`` records): the mean of ``key``
+    with its t interval, and its difference from ``baseline`` paired by seed (seeds both have) with a
+    t interval and the exact sign-flip p-value. Methods with no value of ``key`` are left out."""
+    by_method: dict[str, dict[int, float]] = {}
+    for run in runs:
+        if run.get(key) is not None:
+            by_method.setdefault(run["method"], {})[run["seed"]] = run[key]
+    base = by_method.get(baseline, {})
+    out = {}
+    for method, values in by_method.items():
+        entry = {"seeds": sorted(values), "mean": t_interval_mean(list(values.values())).to_dict()}
+        shared = sorted(set(values) & set(base))
+        if method != baseline and shared:
+            ours, theirs = [values[s] for s in shared], [base[s] for s in shared]
+            entry["minus_" + baseline] = t_interval_mean([a - b for a, b in zip(ours, theirs)]).to_dict()
+            entry["p"] = paired_permutation_p(ours, theirs) if len(shared) > 1 else None
+        out[method] = entry
+    return out
