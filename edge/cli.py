@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from edge.config import METHODS
+from edge.config import METHODS, argument_overrides, run_folder_name
 from edge.envs.base import SPLITS
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help="EDGE: experience-scaffolded RL for LM agents.")
@@ -170,11 +170,7 @@ def train_cmd(
 
     from edge.pipeline import format_round, run_pipeline
 
-    overrides = list(set_ or [])
-    for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed),
-                       ("train.run_name", run_name)):
-        if value is not None:
-            overrides.append(f"{key}={value}")
+    overrides = list(set_ or []) + argument_overrides(method, env, rounds, seed, run_name)
     cfg = _params(params, overrides)
     if dry_run:
         _dry_run(cfg)
@@ -382,7 +378,7 @@ def _dry_run(cfg) -> None:
     from edge.runs import run_status
 
     print(yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False), end="")
-    folder = Path(cfg.train.runs_dir) / (cfg.train.run_name or f"{cfg.train.env}-{cfg.train.method}-s{cfg.seed}")
+    folder = Path(cfg.train.runs_dir) / run_folder_name(cfg)
     if not (folder / "params.json").exists():
         print(f"dry run: would start {folder} and train {cfg.train.rounds} rounds")
         return

@@ -411,6 +411,19 @@ def _describe(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def run_folder_name(params: EdgeParams) -> str:
+    """The run's folder under ``train.runs_dir``: ``train.run_name``, else ``<env>-<method>-s<seed>``."""
+    return params.train.run_name or f"{params.train.env}-{params.train.method}-s{params.seed}"
+
+
+def argument_overrides(method: str | None = None, env: str | None = None, rounds: int | None = None,
+                       seed: int | None = None, run_name: str | None = None) -> list[str]:
+    """The ``section.key=value`` overrides of a command's or flow's own arguments (None: not given)."""
+    return [f"{key}={value}" for key, value in (("train.method", method), ("train.env", env),
+                                                ("train.rounds", rounds), ("seed", seed),
+                                                ("train.run_name", run_name)) if value is not None]
+
+
 def parse_params(raw: dict[str, Any], source: str = "params") -> EdgeParams:
     try:
         return EdgeParams.model_validate(raw)

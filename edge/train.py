@@ -42,7 +42,7 @@ from edge.algorithms.contribution import (
 )
 from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
-from edge.config import EdgeParams, method_settings
+from edge.config import EdgeParams, method_settings, run_folder_name
 from edge.envs.base import Task
 from edge.envs.registry import generate_tasks
 from edge.evaluate import evaluate, retention
@@ -159,8 +159,7 @@ class Run:
 
             for line in missing_parts(cfg.env, params.bank.synthesizer):
                 log.warning("environment %r: %s", cfg.env, line)
-        name = cfg.run_name or f"{cfg.env}-{cfg.method}-s{params.seed}"
-        folder = Path(cfg.runs_dir) / name
+        folder = Path(cfg.runs_dir) / run_folder_name(params)
         folder.mkdir(parents=True, exist_ok=True)
         saved = folder / "params.json"
         current = params.model_dump(mode="json")
@@ -514,24 +513,25 @@ def round_summary(run: Run, k: int) -> dict:
     if (d / "eval.json").exists():
         ev = json.loads((d / "eval.json").read_text())
         out["evaluate_seconds"] = ev.get("eval_seconds")
-        for split in run.params.eval.splits:
-            out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
-            if "with_bank" in ev[split]:
-                out[f"eval_{split}_with_bank"] = ev[split]["with_bank"]["success"]
-                out[f"eval_{split}_retention"] = ev[split]["retention"]
+        out |= eval_summary(ev, run.params.eval.splits)
+    return out
+
+
+def eval_summary(ev: dict, splits: list[str]) -> dict:
+    """An ``eval.json`` (or ``eval_base.json``) as flat ``eval_<split>_<plain|with_bank|retention>`` keys."""
+    out = {}
+    for split in splits:
+        out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
+        if "with_bank" in ev[split]:
+            out[f"eval_{split}_with_bank"] = ev[split]["with_bank"]["success"]
+            out[f"eval_{split}_retention"] = ev[split]["retention"]
     return out
 
 
 def base_summary(run: Run) -> dict:
     """The starting checkpoint's evaluation in ``round_summary``'s keys, as round -1."""
     ev = json.loads((run.folder / "eval_base.json").read_text())
-    out = {"round": -1}
-    for split in run.params.eval.splits:
-        out[f"eval_{split}_plain"] = ev[split]["plain"]["success"]
-        if "with_bank" in ev[split]:
-            out[f"eval_{split}_with_bank"] = ev[split]["with_bank"]["success"]
-            out[f"eval_{split}_retention"] = ev[split]["retention"]
-    return out
+    return {"round": -1, **eval_summary(ev, run.params.eval.splits)}
 
 
 STAGES = {

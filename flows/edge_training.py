@@ -27,7 +27,7 @@ from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NO_CACHE  # noqa: E402
 
 from edge import train as stages  # noqa: E402
-from edge.config import load_params, with_overrides  # noqa: E402
+from edge.config import argument_overrides, load_params, run_folder_name, with_overrides  # noqa: E402
 from edge.pipeline import format_round, run_pipeline, run_report_markdown  # noqa: E402
 
 # Our stages resume from their own outputs; Prefect's caching and result storage would duplicate that.
@@ -51,16 +51,8 @@ def resolve_params(params_path: str = "params.yaml", method: str | None = None, 
                    rounds: int | None = None, seed: int | None = None, overrides: list[str] | None = None,
                    run_name: str | None = None, **_):
     """The run's parameters: ``params_path`` with the flow's arguments applied (as ``--set`` would)."""
-    extra = list(overrides or [])
-    for key, value in (("train.method", method), ("train.env", env), ("train.rounds", rounds), ("seed", seed),
-                       ("train.run_name", run_name)):
-        if value is not None:
-            extra.append(f"{key}={value}")
+    extra = list(overrides or []) + argument_overrides(method, env, rounds, seed, run_name)
     return with_overrides(load_params(params_path), extra)
-
-
-def run_folder_name(params) -> str:
-    return params.train.run_name or f"{params.train.env}-{params.train.method}-s{params.seed}"
 
 
 def flow_run_name() -> str:
