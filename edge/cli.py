@@ -30,7 +30,8 @@ console = Console()
 
 
 def _fail(message: str) -> None:
-    console.print(f"[bold red]error:[/] {message}", highlight=False)
+    """One line on stderr (never wrapped to the terminal's width), exit status 2."""
+    typer.echo(f"error: {' '.join(str(message).split())}", err=True)
     raise typer.Exit(code=2)
 
 
@@ -340,17 +341,21 @@ def eval_cmd(
 def _bank_retriever(folder: Path, cfg):
     from edge.bank.embedder import make_embedder
     from edge.bank.retrieval import retrieve_experience
-    from edge.bank.store import ExperienceBank
+    from edge.bank.store import open_recorded
     from edge.rollout import Experience
 
     if not folder.is_dir():
         _fail(f"bank folder {folder} does not exist (expected runs/<run>/bank)")
-    store = ExperienceBank.open(folder, make_embedder(cfg.bank.embedder))
+    try:
+        store, version, round_index = open_recorded(folder, make_embedder(cfg.bank.embedder))
+    except ValueError as err:
+        _fail(str(err))
+    typer.echo(f"bank: {folder}, version {version} (after round {round_index})", err=True)
 
     def experience_for(task):
         b = cfg.bank
         found = retrieve_experience(store, task.instruction, task.task_type, b.top_k, b.similarity_threshold,
-                                    b.key_must_match)
+                                    b.key_must_match, b.max_chars)
         return Experience(*found) if found else None
 
     return experience_for
@@ -687,5 +692,29 @@ def data_alfworld(
     console.print(f"Use it with: export ALFWORLD_DATA={folder.resolve()}", highlight=False)
 
 
+USER_ERRORS = (ValueError, OSError, RuntimeError)
+"""What a bad input, a damaged file or a busy run folder raises (``ConfigError``, ``IntegrityError``,
+``RunInUseError``, a missing file): said in one line. Anything else is a bug and keeps its traceback."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``edge`` command: errors a user can fix are one line on stderr (exit 2); ``--debug`` anywhere
+    on the command line (or ``EDGE_DEBUG=1``) shows their traceback instead."""
+    import os
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("EDGE_DEBUG", "") not in ("", "0")
+    args = [a for a in args if a != "--debug"]
+    try:
+        app(args=args, prog_name="edge", standalone_mode=True)
+    except USER_ERRORS as err:
+        if debug:
+            raise
+        message = " ".join(str(err).split()) or type(err).__name__
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

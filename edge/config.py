@@ -404,11 +404,13 @@ class EdgeParams(_Section):
 
 
 def _describe(err: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
+    """Every problem on one line: ``source: field: what is wrong (got value); field2: ...``."""
+    problems = []
     for problem in err.errors():
         where = ".".join(str(p) for p in problem["loc"]) or "(top level)"
-        lines.append(f"  {where}: {problem['msg']} (got {problem.get('input')!r})")
-    return "\n".join(lines)
+        got = repr(problem.get("input"))
+        problems.append(f"{where}: {problem['msg']} (got {got[:80] + '...' if len(got) > 80 else got})")
+    return f"{source}: invalid configuration: " + "; ".join(problems)
 
 
 def run_folder_name(params: EdgeParams) -> str:
@@ -435,10 +437,19 @@ def load_params(path: Path | str = "params.yaml") -> EdgeParams:
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: file not found (expected the project's params.yaml)")
+    if not path.is_file():
+        raise ConfigError(f"{path}: not a file (expected the project's params.yaml)")
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (expected YAML in UTF-8)") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        where = getattr(err, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
+        raise ConfigError(f"{path}: not valid YAML{at} ({getattr(err, 'problem', None) or err})") from None
+    if raw is None or raw == {}:
+        # An empty file would silently run the code's defaults, which are not the project's parameters.
+        raise ConfigError(f"{path}: empty; expected the sections {', '.join(EdgeParams.model_fields)}")
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level, got {type(raw).__name__}")
     return parse_params(raw, source=str(path))
@@ -457,5 +468,9 @@ def with_overrides(params: EdgeParams, overrides: list[str]) -> EdgeParams:
             if not isinstance(node.get(part), dict):
                 raise ConfigError(f"override {item!r}: {part!r} is not a section of params")
             node = node[part]
-        node[parts[-1]] = yaml.safe_load(value)
+        try:
+            node[parts[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"override {item!r}: the value is not valid YAML "
+                              f"({getattr(err, 'problem', None) or 'parse error'})") from None
     return parse_params(raw, source="params with overrides " + " ".join(overrides))

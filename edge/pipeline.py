@@ -47,7 +47,7 @@ def dvc_curves(rows: list[dict], base: dict) -> tuple[list[dict], list[dict]]:
 def final_metrics(run: Run, rows: list[dict]) -> dict:
     """The last evaluated round's numbers, flat, for `dvc metrics show` and the summary table."""
     last = next((r for r in reversed(rows) if any(k.startswith("eval_") for k in r)), {})
-    base = json.loads((run.folder / "eval_base.json").read_text())
+    base = run.read_json(None, "eval_base.json")
     out = {"method": run.params.train.method, "env": run.params.train.env, "seed": run.params.seed,
            "rounds": len(rows), "last_evaluated_round": last.get("round")}
     for split in run.params.eval.splits:
@@ -65,9 +65,8 @@ def format_round(k: int, s: dict, run: Run) -> list[str]:
              + (f" / conditioned {conditioned:.1%}" if conditioned is not None else "")
              + f"  pg {s.get('pg_loss', 0):+.4f}  distill {s.get('distill_loss', 0):.4f}  kl {s.get('kl', 0):.4f}"
              f"  samples {s['samples']}  {evals}  ({s['collect_seconds']:.0f}+{s['update_seconds']:.0f} s)"]
-    changes_file = run.round_dir(k) / "bank_changes.json"
-    if changes_file.exists():
-        changes = json.loads(changes_file.read_text())
+    if run.sealed(k, "update_bank"):
+        changes = run.read_json(k, "bank_changes.json")
         lines.append(f"  Delta mean {s['delta_mean']:+.3f}, Delta>0 in {s['delta_positive_share']:.0%} of the "
                      f"{s['retrieval_hit_rate']:.0%} of groups that retrieved; bank {changes['size_active']} active "
                      f"(+{len(changes['added'])} added, {len(changes['merged'])} merged, "
@@ -84,11 +83,19 @@ def format_round(k: int, s: dict, run: Run) -> list[str]:
 
 
 def run_pipeline(params: EdgeParams, stages: dict | None = None, track: bool = True, on_round=None) -> dict:
+    # Held for the whole command: the summary files and MLflow's state below are the run's too.
+    holder = Run.open(params)
+    try:
+        return _run_pipeline(params, holder.folder, stages, track, on_round)
+    finally:
+        holder.close()
+
+
+def _run_pipeline(params: EdgeParams, run_folder: Path, stages: dict | None, track: bool, on_round) -> dict:
     tracker = None
     if track:
         from edge.tracking import Tracker, params_dict
 
-        run_folder = Run.open(params).folder
         tracker = Tracker(run_folder, params_dict(params))
 
     def after_round(k: int, summary: dict, run: Run) -> None:

@@ -30,6 +30,7 @@ import torch
 from edge.envs.base import Task
 from edge.envs.group import make_groups
 from edge.envs.parallel import step_all
+from edge.files import IntegrityError, write_with
 from edge.policy.actor import Actor, Decision
 from edge.policy.prompt import AgentState
 
@@ -199,13 +200,37 @@ def from_table(table: pa.Table) -> list[Trajectory]:
 
 def write_rollouts(trajectories: list[Trajectory], path: Path) -> Path:
     """Write atomically: a reader never sees half a file."""
+    return write_with(Path(path), lambda tmp: pq.write_table(to_table(trajectories), tmp))
+
+
+def read_rollouts(path: Path, group_size: int | None = None) -> list[Trajectory]:
+    """The trajectories in a rollouts file, checked for whole episodes (and whole groups of
+    ``group_size``): a file cut short is an ``IntegrityError`` naming it, never a smaller round."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(to_table(trajectories), tmp)
-    tmp.replace(path)
-    return path
-
-
-def read_rollouts(path: Path) -> list[Trajectory]:
-    return from_table(pq.read_table(path))
+    try:
+        table = pq.read_table(path, schema=STEP_SCHEMA)
+    except FileNotFoundError:
+        raise IntegrityError(f"{path}: file is missing") from None
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise IntegrityError(f"{path}: not a readable rollouts Parquet file ({str(err).splitlines()[0]})") from None
+    seen: dict[str, int] = {}
+    for traj_id, step, length in zip(*(table.column(c).to_pylist() for c in ("traj_id", "step", "length")),
+                                     strict=True):
+        if step != seen.get(traj_id, 0) or step >= length:
+            raise IntegrityError(f"{path}: trajectory {traj_id} is not whole (step {step} where step "
+                                 f"{seen.get(traj_id, 0)} of {length} was expected)")
+        seen[traj_id] = step + 1
+    lengths = dict(zip(table.column("traj_id").to_pylist(), table.column("length").to_pylist(), strict=True))
+    cut = next((t for t, n in seen.items() if n != lengths[t]), None)
+    if cut is not None:
+        raise IntegrityError(f"{path}: trajectory {cut} has {seen[cut]} of its {lengths[cut]} steps")
+    trajectories = from_table(table)
+    if group_size is not None:
+        members: dict[str, int] = {}
+        for t in trajectories:
+            members[t.group_id] = members.get(t.group_id, 0) + 1
+        short = sorted(g for g, n in members.items() if n != group_size)
+        if short:
+            raise IntegrityError(f"{path}: group {short[0]} has {members[short[0]]} trajectories, expected "
+                                 f"rollout.group_size = {group_size} ({len(short)} incomplete groups)")
+    return trajectories

@@ -6,9 +6,10 @@ a killed run shows the stage it will resume at.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from edge.files import is_sealed, read_json
 
 
 @dataclass
@@ -30,12 +31,9 @@ class RunStatus:
     wall_seconds: float | None
 
 
-def round_stages(stores_bank: bool) -> list[tuple[str, str]]:
-    """(stage, the file that marks it done) in a round's order; evaluation only runs on some rounds."""
-    stages = [("collect", "rollouts.parquet"), ("score", "scores.json")]
-    if stores_bank:
-        stages.append(("update_bank", "bank_changes.json"))
-    return stages + [("distill", "train_metrics.json")]
+def round_stages(stores_bank: bool) -> list[str]:
+    """The stages every round seals, in order (evaluation only runs on some rounds)."""
+    return ["collect", "score", *(["update_bank"] if stores_bank else []), "distill"]
 
 
 def run_status(folder: Path) -> RunStatus:
@@ -46,20 +44,20 @@ def run_status(folder: Path) -> RunStatus:
     saved = folder / "params.json"
     if not saved.exists():
         raise ValueError(f"{folder} is not a training run folder (no params.json)")
-    params = EdgeParams.model_validate(json.loads(saved.read_text()))
+    params = EdgeParams.model_validate(read_json(saved))
     planned = params.train.rounds
     stages = round_stages(method_settings(params).stores_bank)
     done, state = 0, "not started"
     for k in range(planned):
         round_dir = folder / f"round_{k:03d}"
-        missing = next((stage for stage, marker in stages if not (round_dir / marker).exists()), None)
+        missing = next((stage for stage in stages if not is_sealed(round_dir, stage)), None)
         if missing is not None:
-            if k > 0 or (round_dir / "rollouts.parquet").exists() or (folder / "eval_base.json").exists():
+            if k > 0 or is_sealed(round_dir, "collect") or is_sealed(folder, "base_eval"):
                 state = f"stopped in round {k} before {missing}"
             break
         done = k + 1
     metrics_file = folder / "metrics.json"
-    metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
+    metrics = read_json(metrics_file) if metrics_file.exists() else {}
     if done == planned and metrics.get("rounds") == planned:
         state = "finished"
     elif done == planned:
@@ -69,7 +67,7 @@ def run_status(folder: Path) -> RunStatus:
     return RunStatus(folder.name, params.train.env, params.train.method, params.seed, done, planned, state,
                      metrics.get(f"{split}_plain"), metrics.get(f"{split}_with_bank"),
                      metrics.get(f"{split}_base_plain"), metrics.get("last_evaluated_round"),
-                     json.loads(wall.read_text())["seconds"] if wall.exists() else None)
+                     read_json(wall)["seconds"] if wall.exists() else None)
 
 
 def list_runs(runs_dir: Path) -> list[RunStatus]:

@@ -101,10 +101,10 @@ class Tracker:
         self._save()
 
     def _save(self) -> None:
-        tmp = self.state_file.with_name(self.state_file.name + ".tmp")
-        tmp.write_text(json.dumps({"run_id": self.run_id, "experiment_id": self.experiment_id,
-                                   "logged_rounds": sorted(self.logged)}))
-        tmp.replace(self.state_file)
+        from edge.files import write_json
+
+        write_json(self.state_file, {"run_id": self.run_id, "experiment_id": self.experiment_id,
+                                     "logged_rounds": sorted(self.logged)})
 
     def log_round(self, k: int, summary: dict, round_dir: Path) -> None:
         """Every numeric per-round metric at step k, and the bank snapshot; once per round."""

@@ -8,12 +8,15 @@
                         /checkpoint/          distill (policy update): save_pretrained + trainer_state.pt
                         /train_metrics.json   distill: losses, success, timings
                         /eval.json            evaluate: held-out success with and without the bank
+                        /manifest.json        every stage: sizes and hashes of what it wrote, written last
     runs/<run>/bank/                          the LanceDB bank; bank_versions.json maps round -> version
+    runs/<run>/params.json, manifest.json     the run's identity (parameters) and its own stages' record
 
-A stage is complete when its output exists, so re-running a run skips finished work and resumes at
-the first missing output. Randomness is derived from (seed, round, stage), so a resumed run draws
-exactly what an uninterrupted one would. The functions here are what the CLI, the Prefect flow and
-DVC call; they take plain values and paths.
+A stage is complete when its round's manifest records it (``edge/files.py``), so re-running a run skips
+finished work and resumes at the first stage not sealed; every file is checked against the manifest
+before it is read. Randomness is derived from (seed, round, stage), so a resumed run draws exactly what
+an uninterrupted one would. One process writes a run folder at a time (a lock held for the command).
+The functions here are what the CLI, the Prefect flow and DVC call; they take plain values and paths.
 """
 
 from __future__ import annotations
@@ -22,10 +25,8 @@ import gc
 import hashlib
 import json
 import logging
-import os
 import random
 import resource
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,11 +45,26 @@ from edge.algorithms.distill import advice_shift, attach, distill_samples, in_pl
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings, run_folder_name
 from edge.envs.base import Task
-from edge.envs.registry import generate_tasks
+from edge.envs.registry import env_names, generate_tasks
 from edge.evaluate import evaluate, retention
+from edge.files import (
+    IntegrityError,
+    acquire_run_lock,
+    atomic_folder,
+    fault_point,
+    is_sealed,
+    params_hash,
+    read_json,
+    release_run_lock,
+    seal,
+    seal_folder,
+    verify,
+    verify_folder,
+    write_json,
+)
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
-from edge.rollout import Experience, episode_seed, read_rollouts, rollout, write_rollouts
+from edge.rollout import Experience, Trajectory, episode_seed, read_rollouts, rollout, write_rollouts
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +75,6 @@ ORACLE_ENTRY = "oracle"
 
 def stage_seed(seed: int, round_index: int, stage: str) -> int:
     return (seed * 1_000_003 + round_index * 101 + STAGE_SALT[stage]) % (2**63)
-
-
-def write_json(path: Path, data) -> None:
-    """Atomic: write a temporary file, then rename over the target."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    tmp.replace(path)
 
 
 def peak_memory_mb() -> float:
@@ -84,10 +92,40 @@ class Run:
     _optimizer: torch.optim.Optimizer | None = None
     _bank: object = None
     _eval_tasks: dict = field(default_factory=dict)
+    _locked: bool = False
 
     @property
     def settings(self):
         return method_settings(self.params)
+
+    @property
+    def params_sha256(self) -> str:
+        """The run's identity, recorded in every manifest it writes (``train.rounds`` excluded)."""
+        return params_hash(self.params.model_dump(mode="json"))
+
+    # ----- the run's files, sealed and verified (edge/files.py) ------------------------------------
+    def sealed(self, k: int | None, stage: str) -> bool:
+        """Whether ``stage`` of round ``k`` (``None``: the run folder's own stages) is complete."""
+        return is_sealed(self.folder if k is None else self.round_dir(k), stage)
+
+    def seal(self, k: int | None, stage: str, files: list[str], details: dict | None = None) -> None:
+        """Record ``stage`` complete with the ``files`` it wrote (the last write of every stage)."""
+        seal(self.folder if k is None else self.round_dir(k), stage, files, self.params_sha256, details)
+
+    def read_json(self, k: int | None, name: str):
+        """A JSON file a stage wrote, after checking it against the manifest."""
+        return read_json(verify(self.folder if k is None else self.round_dir(k), name))
+
+    def rollouts(self, k: int) -> list[Trajectory]:
+        """Round ``k``'s trajectories, checked against the manifest and for complete groups."""
+        path = verify(self.round_dir(k), "rollouts.parquet")
+        return read_rollouts(path, group_size=self.params.rollout.group_size)
+
+    def close(self) -> None:
+        """Give back this ``Run.open``'s hold on the run folder's lock."""
+        if self._locked:
+            release_run_lock(self.folder)
+            self._locked = False
 
     def bank(self):
         """The run's experience bank (LanceDB), opened once."""
@@ -98,13 +136,18 @@ class Run:
             cfg = self.params.bank
             self._bank = ExperienceBank.open(self.folder / "bank", make_embedder(cfg.embedder),
                                              in_memory=cfg.in_memory_search)
+            recorded = self.bank_versions()
+            if recorded and self._bank.version() < max(recorded.values()):
+                raise IntegrityError(f"{self.folder / 'bank'}: the table is at version {self._bank.version()}, older "
+                                     f"than the version {max(recorded.values())} the run recorded (bank_versions.json);"
+                                     " a version manifest under bank.lance/_versions is missing")
         return self._bank
 
     def bank_versions(self) -> dict[int, int]:
         path = self.folder / "bank_versions.json"
         if not path.exists():
             return {}
-        return {int(k): v for k, v in json.loads(path.read_text()).items()}
+        return {int(k): v for k, v in read_json(path).items()}
 
     def record_bank_version(self, k: int) -> None:
         versions = self.bank_versions()
@@ -124,9 +167,10 @@ class Run:
 
         cfg = self.params.bank
         found = retrieve_experience(self.bank(), task.instruction, task.task_type, cfg.top_k,
-                                    cfg.similarity_threshold, cfg.key_must_match)
+                                    cfg.similarity_threshold, cfg.key_must_match, cfg.max_chars)
         if found and source == "random":
-            found = random_entries(self.bank(), len(found[1]), random.Random(episode_seed(stream, task.task_id, 0)))
+            found = random_entries(self.bank(), len(found[1]), random.Random(episode_seed(stream, task.task_id, 0)),
+                                   cfg.max_chars)
         return Experience(*found) if found else None
 
     def step_retriever(self):
@@ -138,19 +182,26 @@ class Run:
 
         def retrieve(task: Task, observation: str) -> Experience | None:
             found = retrieve_experience(self.bank(), f"{task.instruction} {observation}", task.task_type,
-                                        cfg.top_k, cfg.similarity_threshold, cfg.key_must_match)
+                                        cfg.top_k, cfg.similarity_threshold, cfg.key_must_match, cfg.max_chars)
             return Experience(*found) if found else None
 
         return retrieve
 
     @classmethod
     def open(cls, params: EdgeParams) -> Run:
+        """Validate, then create or reopen the run folder and hold its lock until ``close()``.
+
+        Nothing is created before the parameters, the environment and the starting checkpoint have been
+        checked, so a corrected command starts clean. The folder's ``params.json`` is the run's identity:
+        a different one is refused, a missing one is refused once the run has results."""
         cfg = params.train
         settings = method_settings(params)
+        if cfg.env not in env_names():
+            raise ValueError(f"train.env: unknown environment {cfg.env!r}; valid names: {env_names()}")
         if settings.experience == "oracle":
             from edge.guidance import require_oracle
 
-            require_oracle(cfg.env)  # before the run folder exists: a corrected command starts clean
+            require_oracle(cfg.env)
             if params.bank.credit == "utility":
                 raise ValueError("bank.credit: utility reads the entries' utilities, and edge-oracle-bank keeps no "
                                  "bank; use gap, margin or soft")
@@ -159,22 +210,60 @@ class Run:
 
             for line in missing_parts(cfg.env, params.bank.synthesizer):
                 log.warning("environment %r: %s", cfg.env, line)
+        if cfg.base_checkpoint:
+            base = Path(cfg.base_checkpoint)
+            if not base.is_dir():
+                raise FileNotFoundError(f"train.base_checkpoint: {base} does not exist: run `edge warmup` first "
+                                        "(or set train.base_checkpoint: null)")
+            verify_folder(base)
         folder = Path(cfg.runs_dir) / run_folder_name(params)
         folder.mkdir(parents=True, exist_ok=True)
-        saved = folder / "params.json"
-        current = params.model_dump(mode="json")
-        if saved.exists():
-            # Through the schema, so a field added since the run started compares at its default.
-            previous = type(params).model_validate(json.loads(saved.read_text())).model_dump(mode="json")
-            # More (or fewer) rounds extends (or stops early) the same run; anything else is another run.
-            previous["train"]["rounds"] = current["train"]["rounds"]
-            if previous != current:
-                changed = sorted(k for k in current if previous.get(k) != current[k])
-                raise ValueError(f"run folder {folder} was started with different parameters (sections "
-                                 f"{changed}); use another train.run_name or delete the folder")
-        else:
+        acquire_run_lock(folder)
+        run = cls(params, folder, _locked=True)
+        try:
+            run._check_identity()
+        except BaseException:
+            run.close()
+            raise
+        return run
+
+    def _has_results(self) -> bool:
+        return (self.folder / "eval_base.json").exists() or any(self.folder.glob("round_*"))
+
+    def _check_identity(self) -> None:
+        """Write ``params.json`` for a new run; for an existing one, refuse other parameters."""
+        saved = self.folder / "params.json"
+        current = self.params.model_dump(mode="json")
+        if saved.exists() and not (self.folder / "manifest.json").exists() and self._has_results():
+            raise IntegrityError(f"{self.folder}: written by an older EDGE (results but no manifest.json); "
+                                 "finish it with that version or start another train.run_name")
+        if not saved.exists():
+            if self._has_results():
+                raise IntegrityError(f"{saved}: missing, but the run has results; its parameters are unknown "
+                                     "(restore the file, or delete the folder to start again)")
             write_json(saved, current)
-        return cls(params, folder)
+            self.seal(None, "open", ["params.json"])
+            return
+        if self.sealed(None, "open"):
+            verify(self.folder, "params.json")
+        try:
+            # Through the schema, so a field added since the run started compares at its default.
+            previous = type(self.params).model_validate(read_json(saved)).model_dump(mode="json")
+        except ValueError as err:
+            raise IntegrityError(f"{saved}: not this version's parameters ({str(err).splitlines()[0]})") from None
+        # More (or fewer) rounds extends (or stops early) the same run; anything else is another run.
+        previous["train"]["rounds"] = current["train"]["rounds"]
+        if previous == current:
+            return
+        if not self._has_results():  # a start that failed before any stage: the corrected command takes over
+            log.info("run folder %s had no results yet: starting it again with the new parameters", self.folder)
+            (self.folder / "manifest.json").unlink(missing_ok=True)
+            write_json(saved, current)
+            self.seal(None, "open", ["params.json"])
+            return
+        changed = sorted(k for k in current if previous.get(k) != current[k])
+        raise ValueError(f"run folder {self.folder} was started with different parameters (sections "
+                         f"{changed}); use another train.run_name or delete the folder")
 
     def round_dir(self, k: int) -> Path:
         return self.folder / f"round_{k:03d}"
@@ -193,6 +282,8 @@ class Run:
             if path is not None and not path.exists():
                 raise FileNotFoundError(f"checkpoint {path} is missing: run `edge warmup` first "
                                         "(or set train.base_checkpoint: null)")
+            if k > 0:  # the round's own record of its checkpoint, then the checkpoint's files (load_policy)
+                verify(self.round_dir(k - 1), "checkpoint/edge_manifest.json")
             policy = load_policy(self.params.policy, checkpoint=path, seed=self.params.seed,
                                  envs=[self.params.train.env])
             g = self.params.grpo
@@ -233,7 +324,7 @@ class Run:
 # ----- stages --------------------------------------------------------------------------------
 def collect_stage(run: Run, k: int) -> Path:
     out = run.round_dir(k) / "rollouts.parquet"
-    if out.exists():
+    if run.sealed(k, "collect"):
         return out
     started = time.perf_counter()
     policy, _ = run.policy_for(k)
@@ -254,15 +345,18 @@ def collect_stage(run: Run, k: int) -> Path:
     write_json(run.round_dir(k) / "collect.json", {"collect_seconds": time.perf_counter() - started,
                                                   "retrieval_seconds": retrieval_seconds})
     write_rollouts(trajectories, out)
+    counts = {"rows": sum(len(t.steps) for t in trajectories), "trajectories": len(trajectories),
+              "groups": len({t.group_id for t in trajectories})}
+    run.seal(k, "collect", ["collect.json", "rollouts.parquet"], {"rollouts.parquet": counts})
     return out
 
 
 def score_stage(run: Run, k: int) -> Path:
     """Delta(x) and c(x) for every group that was split (EDGE); an empty list for GRPO."""
     out = run.round_dir(k) / "scores.json"
-    if out.exists():
+    if run.sealed(k, "score"):
         return out
-    trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
+    trajectories = run.rollouts(k)
     cfg = run.params.bank
     contributions = group_contributions(trajectories)
     if cfg.credit != "gap":
@@ -275,11 +369,12 @@ def score_stage(run: Run, k: int) -> Path:
     groups = len({t.group_id for t in trajectories})
     write_json(out, {"round": k, "summary": summary(contributions, groups),
                      "groups": [c.to_dict() for c in contributions]})
+    run.seal(k, "score", ["scores.json"])
     return out
 
 
 def read_contributions(run: Run, k: int) -> list[GroupContribution]:
-    data = json.loads((run.round_dir(k) / "scores.json").read_text())
+    data = run.read_json(k, "scores.json")
     return [GroupContribution(**g) for g in data["groups"]]
 
 
@@ -292,7 +387,7 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     if not run.settings.stores_bank:
         return None
     out = run.round_dir(k) / "bank_changes.json"
-    if out.exists():
+    if run.sealed(k, "update_bank"):
         return out
     from edge.bank.coevolve import co_evolve
 
@@ -301,11 +396,11 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     versions = run.bank_versions()
     if k - 1 in versions and bank.version() != versions[k - 1]:
         bank.restore(versions[k - 1])
-    trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
-    previous = run.round_dir(k - 1) / "evidence.json"
+    trajectories = run.rollouts(k)
+    previous = run.read_json(k - 1, "evidence.json") if k > 0 else None
     step = co_evolve(bank, trajectories, read_contributions(run, k), k, run.params.bank,
                      synthesize_new=k == 0 or run.settings.synthesize_after_first_round, prune=run.settings.prune,
-                     evidence=json.loads(previous.read_text()) if previous.exists() else None)
+                     evidence=previous)
     write_json(run.round_dir(k) / "evidence.json", step["evidence"])  # before bank_changes.json: it ends the stage
     run.record_bank_version(k)
     snapshot = bank.snapshot(run.round_dir(k) / "bank.parquet")
@@ -317,6 +412,7 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
         "seconds": step["seconds"] | {"total": time.perf_counter() - started},
     }
     write_json(out, changes)
+    run.seal(k, "update_bank", ["evidence.json", "bank.parquet", "bank_changes.json"])
     return out
 
 
@@ -326,7 +422,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     ``shard``; worker 0 writes the checkpoint and the metrics."""
     out = run.round_dir(k) / "checkpoint"
     metrics_file = run.round_dir(k) / "train_metrics.json"
-    if out.exists() and metrics_file.exists():
+    if run.sealed(k, "distill"):
         return out
     if shard is None and run.params.grpo.update_processes > 1:
         from edge.distributed import launch_sharded_update
@@ -336,7 +432,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         return out
     started = time.perf_counter()
     policy, optimizer = run.policy_for(k)
-    trajectories = read_rollouts(run.round_dir(k) / "rollouts.parquet")
+    trajectories = run.rollouts(k)
     g = run.params.grpo
     samples, group_stats = grpo_samples(trajectories, g.std_normalize)
     update_cfg = UpdateConfig(g.lr, g.epochs, g.minibatches, g.clip_low, g.clip_high, g.beta, g.loss_agg,
@@ -371,14 +467,13 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         return out  # the weights are the same on every worker; worker 0 saves them
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).
     losses["distill_kl"] = losses["distill_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
-    # Save to a temporary folder, then rename: a half-written checkpoint is never taken for a whole one.
-    tmp = out.with_name("checkpoint.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_policy(policy, tmp)
-    torch.save({"optimizer": optimizer.state_dict(), "round": k,
-                "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()}, tmp / "trainer_state.pt")
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    # Saved into a temporary folder, sealed with its own manifest, then renamed into place: a half-written
+    # checkpoint is never taken for a whole one.
+    with atomic_folder(out) as tmp:
+        save_policy(policy, tmp)
+        torch.save({"optimizer": optimizer.state_dict(), "round": k,
+                    "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()}, tmp / "trainer_state.pt")
+        seal_folder(tmp)
     run._policy_round = k + 1  # the in-memory policy is now round k+1's starting point
     plain = [t for t in trajectories if not t.conditioned]
     conditioned = [t for t in trajectories if t.conditioned]
@@ -400,10 +495,11 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         **group_stats, **losses,
         "update_seconds": time.perf_counter() - started,
         "update_processes": shard.world if shard else 1,
-        **json.loads((run.round_dir(k) / "collect.json").read_text()),
+        **run.read_json(k, "collect.json"),
         "peak_memory_mb": peak_memory_mb(),
     }
     write_json(metrics_file, metrics)
+    run.seal(k, "distill", ["checkpoint/edge_manifest.json", "train_metrics.json"])
     return out
 
 
@@ -445,8 +541,10 @@ def evaluate_stage(run: Run, k: int, force: bool = False) -> Path | None:
     cfg = run.params.eval
     last = k == run.params.train.rounds - 1
     out = run.round_dir(k) / "eval.json"
-    if out.exists() or not (force or last or (k + 1) % cfg.every == 0):
-        return out if out.exists() else None
+    if run.sealed(k, "evaluate"):
+        return out
+    if not (force or last or (k + 1) % cfg.every == 0):
+        return None
     started = time.perf_counter()
     policy, _ = run.policy_for(k + 1)
     if run.settings.stores_bank:
@@ -459,6 +557,7 @@ def evaluate_stage(run: Run, k: int, force: bool = False) -> Path | None:
                                             episodes=episodes)}
     result["eval_seconds"] = time.perf_counter() - started
     write_json(out, result)
+    run.seal(k, "evaluate", ["eval.json"])
     return out
 
 
@@ -479,7 +578,7 @@ def baseline_eval(run: Run, progress=None) -> Path:
     With ``eval.base_cache_dir``, the plain results are shared with every run that would compute the
     same numbers; a lock makes concurrent runs wait for the first instead of repeating it."""
     out = run.folder / "eval_base.json"
-    if out.exists():
+    if run.sealed(None, "base_eval"):
         return out
     policy, _ = run.policy_for(0)
     actor, seed = Actor(policy), stage_seed(run.params.seed, -1, "evaluate")
@@ -492,26 +591,25 @@ def baseline_eval(run: Run, progress=None) -> Path:
         with FileLock(str(cache) + ".lock"):
             if not cache.exists():
                 write_json(cache, plain_evaluation(run, actor, seed, progress))
-            result = evaluate_policy(run, actor, seed, progress, plain=json.loads(cache.read_text()))
+            result = evaluate_policy(run, actor, seed, progress, plain=read_json(cache))
     write_json(out, {"round": -1, **result})
+    run.seal(None, "base_eval", ["eval_base.json"])
     return out
 
 
 def round_summary(run: Run, k: int) -> dict:
     """Everything a round recorded, flattened: the per-round metrics of the spec."""
-    d = run.round_dir(k)
-    out = json.loads((d / "train_metrics.json").read_text())
-    scores = json.loads((d / "scores.json").read_text())
-    out |= scores["summary"]
-    if (d / "bank_changes.json").exists():
-        changes = json.loads((d / "bank_changes.json").read_text())
+    out = run.read_json(k, "train_metrics.json")
+    out |= run.read_json(k, "scores.json")["summary"]
+    if run.sealed(k, "update_bank"):
+        changes = run.read_json(k, "bank_changes.json")
         out |= {"bank_size": changes["size_active"], "entries_added": len(changes["added"]),
                 "entries_merged": len(changes["merged"]), "entries_pruned": len(changes["pruned"]),
                 **{f"pruned_{r}": n for r, n in changes["pruned_by_reason"].items()},
                 "bank_seconds": changes["seconds"]["total"], "synthesis_seconds": changes["seconds"]["synthesis"],
                 "prune_seconds": changes["seconds"]["prune"], "bank_snapshot_bytes": changes["snapshot_bytes"]}
-    if (d / "eval.json").exists():
-        ev = json.loads((d / "eval.json").read_text())
+    if run.sealed(k, "evaluate"):
+        ev = run.read_json(k, "eval.json")
         out["evaluate_seconds"] = ev.get("eval_seconds")
         out |= eval_summary(ev, run.params.eval.splits)
     return out
@@ -530,7 +628,7 @@ def eval_summary(ev: dict, splits: list[str]) -> dict:
 
 def base_summary(run: Run) -> dict:
     """The starting checkpoint's evaluation in ``round_summary``'s keys, as round -1."""
-    ev = json.loads((run.folder / "eval_base.json").read_text())
+    ev = run.read_json(None, "eval_base.json")
     return {"round": -1, **eval_summary(ev, run.params.eval.splits)}
 
 
@@ -566,27 +664,38 @@ def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None 
     relax_garbage_collection()
     torch.manual_seed(params.seed)
     run = Run.open(params)
-    started = time.perf_counter()
+    clock = WallClock(run.folder / "wall_time.json")
     try:
         if run.settings.stores_bank and -1 not in run.bank_versions():
             run.bank()  # create the empty table
             run.record_bank_version(-1)
         baseline_eval(run, progress)
         for k in range(params.train.rounds):
-            stages["collect"](run, k)
-            stages["score"](run, k)
-            stages["update_bank"](run, k)
-            stages["distill"](run, k)
-            stages["evaluate"](run, k)
+            for name in STAGES:
+                stages[name](run, k)
+                clock.tick()
+                fault_point(f"after:{name}:r{k}")
             if on_round:
                 on_round(k, round_summary(run, k), run)
     finally:  # also on Ctrl-C or an error: an interrupted run's cost still counts
-        add_wall_seconds(run, time.perf_counter() - started)
+        clock.tick()
+        run.close()
     return run
 
 
-def add_wall_seconds(run: Run, seconds: float) -> None:
-    """Accumulate the time spent in ``train`` on this run over all its invocations (``wall_time.json``)."""
-    path = run.folder / "wall_time.json"
-    before = json.loads(path.read_text()) if path.exists() else {"seconds": 0.0, "invocations": 0}
-    write_json(path, {"seconds": before["seconds"] + seconds, "invocations": before["invocations"] + 1})
+class WallClock:
+    """The time spent in ``train`` on a run over all its invocations (``wall_time.json``).
+
+    The invocation is counted when it starts and its time is written after every stage, so a run killed
+    with SIGKILL (no ``finally``) loses at most the stage it was in."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        before = read_json(path) if path.exists() else {"seconds": 0.0, "invocations": 0}
+        self.before, self.started = before["seconds"], time.perf_counter()
+        self.invocations = before["invocations"] + 1
+        self.tick()
+
+    def tick(self) -> None:
+        write_json(self.path, {"seconds": self.before + time.perf_counter() - self.started,
+                               "invocations": self.invocations})

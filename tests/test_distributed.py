@@ -12,6 +12,15 @@ from edge.rollout import read_rollouts, write_rollouts
 from edge.train import Run, score_stage, train, update_stage
 
 
+def unseal(round_dir, *stages: str) -> None:
+    """Make ``stages`` run again, under parameters that differ only in ``grpo.update_processes``."""
+    manifest = json.loads((round_dir / "manifest.json").read_text())
+    manifest["params_sha256"] = None
+    for stage in stages:
+        manifest["stages"].pop(stage, None)
+    (round_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
 def test_two_process_update_matches_one_process(tmp_path):
     params = tiny_params(tmp_path, rounds=1, method="edge-oracle-bank")
     params.rollout.tasks_per_round, params.rollout.group_size = 3, 4
@@ -24,7 +33,8 @@ def test_two_process_update_matches_one_process(tmp_path):
     for i, t in enumerate(trajectories):
         t.reward = float(t.conditioned or i % 3 == 0)
     write_rollouts(trajectories, round_dir / "rollouts.parquet")
-    (round_dir / "scores.json").unlink()  # credit from the new rewards
+    run.seal(0, "collect", ["collect.json", "rollouts.parquet"])  # these are the round's rollouts now
+    unseal(round_dir)
     start = {n: p.detach().clone() for n, p in load_policy(params.policy, seed=params.seed,
                                                            envs=["household"]).model.state_dict().items()}
 
@@ -32,8 +42,11 @@ def test_two_process_update_matches_one_process(tmp_path):
     for processes in (1, 2):
         shutil.rmtree(round_dir / "checkpoint", ignore_errors=True)
         (round_dir / "train_metrics.json").unlink(missing_ok=True)
+        unseal(round_dir, "score", "distill")  # credit from the new rewards, then the update again
         p = params.model_copy(deep=True)
         p.grpo.update_processes = processes
+        # The workers read the run's parameters from its folder, as they do in a run started with them.
+        (run.folder / "params.json").write_text(json.dumps(p.model_dump(mode="json")))
         fresh = Run(p, run.folder)
         score_stage(fresh, 0)
         update_stage(fresh, 0)

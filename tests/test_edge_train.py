@@ -69,11 +69,15 @@ def test_crash_inside_update_bank_resumes_without_duplicates(tmp_path):
     run = train(params)
     final = sorted((e.id, e.text, e.status, e.uses) for e in read_snapshot(run.round_dir(1) / "bank.parquet"))
     # Simulate a crash after round 1's bank writes but before the stage finished: its outputs are
-    # missing while the LanceDB table already holds round 1's changes.
+    # missing and not sealed, while the LanceDB table already holds round 1's changes.
     (run.round_dir(1) / "bank_changes.json").unlink()
     (run.round_dir(1) / "bank.parquet").unlink()
     for f in ("train_metrics.json", "eval.json"):
         (run.round_dir(1) / f).unlink()
+    manifest = json.loads((run.round_dir(1) / "manifest.json").read_text())
+    for stage in ("update_bank", "distill", "evaluate"):
+        del manifest["stages"][stage]
+    (run.round_dir(1) / "manifest.json").write_text(json.dumps(manifest))
     rerun = Run.open(params)
     before = rerun.bank().version()
     train(params)

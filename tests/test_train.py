@@ -94,7 +94,10 @@ def test_train_and_eval_commands(tmp_path):
     (run,) = json.loads(listed.stdout)
     assert (run["name"], run["method"], run["seed"], run["state"]) == ("household-grpo-s1", "grpo", 1, "finished")
     assert run["rounds_done"] == run["rounds_planned"] == 1 and run["plain"] is not None
-    (checkpoint.parent / "train_metrics.json").unlink()
+    # As a run killed inside its update leaves it: the round's manifest has not sealed the stage.
+    manifest = json.loads((checkpoint.parent / "manifest.json").read_text())
+    del manifest["stages"]["distill"]
+    (checkpoint.parent / "manifest.json").write_text(json.dumps(manifest))
     (run,) = json.loads(runner.invoke(app, ["runs", "ls", "--params", str(params), "--json"]).stdout)
     assert run["state"] == "stopped in round 0 before distill" and run["rounds_done"] == 0
     # `edge train --dry-run` prints the effective parameters and what would happen, and does nothing.
@@ -132,6 +135,7 @@ def test_kl_reference_is_the_starting_model_in_every_round(tmp_path):
         for p in moved.model.parameters():
             p.add_(0.1)
     save_policy(moved, saved)
+    Run.open(params).seal(1, "distill", ["checkpoint/edge_manifest.json", "train_metrics.json"])  # as if trained so
     start, _ = Run.open(params).policy_for(0)
     later, _ = Run.open(params).policy_for(2)
     with later.reference() as ref:

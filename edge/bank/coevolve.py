@@ -29,6 +29,7 @@ from edge.bank.pruning import PruneRules, prune_decisions
 from edge.bank.store import ExperienceBank
 from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, round_evidence, synthesize
 from edge.envs.registry import knowledge
+from edge.files import fault_point
 
 if TYPE_CHECKING:
     from edge.algorithms.contribution import GroupContribution
@@ -173,6 +174,7 @@ def co_evolve(bank: ExperienceBank, trajectories: list[Trajectory], contribution
     started = time.perf_counter()
     credited = credit_entries(bank, contributions, round_index, cfg.eta)
     credit_seconds = time.perf_counter() - started
+    fault_point("bank:credited")  # a kill between two table versions: the stage restores and redoes it
     synth_started = time.perf_counter()
     evidence = round_evidence(trajectories, (evidence or {}) if cfg.evidence == "accumulated" else None)
     added, merged, revised, counts = (add_guidance(bank, trajectories, round_index, cfg, evidence) if synthesize_new

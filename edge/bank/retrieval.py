@@ -1,35 +1,87 @@
-"""E(x): the experience block retrieved for a task, shared by training, evaluation and `edge eval`."""
+"""E(x): the experience block retrieved for a task, shared by training, evaluation and `edge eval`.
+
+Every entry is checked again by the sanitiser on its way to a prompt (``prompt_text``): entries are
+sanitised when they are written, but a bank table edited by any other means (a tampered snapshot, a
+hand-edited LanceDB folder) would otherwise reach the policy unchecked. A refused entry is skipped, as
+if it were not in the bank, and a warning names it and the reason once per process.
+"""
 
 from __future__ import annotations
 
+import logging
 import random
+from functools import lru_cache
 
+from edge.bank.entry import BankEntry
+from edge.bank.sanitize import refusal_reason, sanitize_guidance
 from edge.bank.store import ExperienceBank
 from edge.text import split_words
 
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
+
+
+@lru_cache(maxsize=8192)
+def _vetted(text: str, max_chars: int | None, language: str) -> tuple[str | None, str | None]:
+    """(text for the prompt, refusal reason): one of the two is None. Cached: an active entry is
+    retrieved for many tasks and steps, and its text rarely changes."""
+    # Without a cap, the entry's own length is the cap: an entry is only ever shortened when written.
+    cap = max_chars if max_chars is not None else max(len(text), 1)
+    reason = refusal_reason(text, max_chars=cap, language=language)
+    if reason is not None:
+        return None, reason
+    return sanitize_guidance(text, max_chars=cap, language=language), None
+
+
+def prompt_text(entry: BankEntry, max_chars: int | None = None, language: str = "ascii") -> str | None:
+    """What ``entry`` may put into a prompt, or None when the sanitiser refuses its text (a warning
+    names the entry and the reason, once per entry id in a process).
+
+    For an entry the sanitiser wrote, this is its text unchanged. ``max_chars``: refuse entries longer
+    than ``INPUT_FACTOR`` times this (``bank.max_chars``) and cut the rest to it; None leaves the length
+    alone. ``language``: the bank's (``edge.bank.sanitize.LANGUAGES``)."""
+    text, reason = _vetted(entry.text, max_chars, language)
+    if reason is not None and entry.id not in _WARNED:
+        _WARNED.add(entry.id)
+        log.warning("bank entry %s is not shown to the policy: the sanitiser refuses its text (%s); "
+                    "was the bank table edited outside EDGE?", entry.id, reason)
+    return text
+
 
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
-                        key_must_match: bool = True) -> tuple[str, list[str]] | None:
+                        key_must_match: bool = True, max_chars: int | None = None,
+                        language: str = "ascii") -> tuple[str, list[str]] | None:
     """(experience text, entry ids) for a task, or None when nothing relevant is active.
 
     Active entries of the task's type (or of any type) whose key is similar enough to the instruction,
     best first. With ``key_must_match``, an entry's key words must also occur in the instruction:
-    embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed")."""
+    embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed"). Entries
+    whose text the sanitiser refuses are skipped (``prompt_text``); the next candidates take their place."""
     found = bank.retrieve(instruction, 4 * top_k, threshold, task_type)
     if key_must_match:
         words = set(split_words(instruction))
         found = [(e, score) for e, score in found if set(split_words(e.key)) <= words]
-    found = found[:top_k]
-    if not found:
+    shown = []
+    for entry, _ in found:
+        if len(shown) >= top_k:
+            break
+        text = prompt_text(entry, max_chars, language)
+        if text is not None:
+            shown.append((entry, text))
+    if not shown:
         return None
-    return " ".join(e.text for e, _ in found), [e.id for e, _ in found]
+    return " ".join(text for _, text in shown), [e.id for e, _ in shown]
 
 
-def random_entries(bank: ExperienceBank, n: int, rng: random.Random) -> tuple[str, list[str]] | None:
+def random_entries(bank: ExperienceBank, n: int, rng: random.Random, max_chars: int | None = None,
+                   language: str = "ascii") -> tuple[str, list[str]] | None:
     """``n`` active entries drawn uniformly without replacement (of any task type) from ``rng``: the
-    random-entries control, guidance of the same kind and length with no relevance to the task."""
-    active = bank.all("active")  # sorted by id, so the same rng state draws the same entries
+    random-entries control, guidance of the same kind and length with no relevance to the task.
+    Entries the sanitiser refuses are not drawn from (``prompt_text``)."""
+    # Sorted by id, so the same rng state draws the same entries; refused ones are left out before
+    # the draw, so a clean bank draws exactly what it drew before the check existed.
+    active = [(e, text) for e in bank.all("active") if (text := prompt_text(e, max_chars, language)) is not None]
     if not active:
         return None
     chosen = rng.sample(active, min(n, len(active)))
-    return " ".join(e.text for e in chosen), [e.id for e in chosen]
+    return " ".join(text for _, text in chosen), [e.id for e, _ in chosen]

@@ -23,9 +23,8 @@ or another). ``in_memory=False`` queries LanceDB instead (then a vector index he
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 import re
-import tempfile
 import warnings
 from datetime import timedelta
 from pathlib import Path
@@ -38,6 +37,7 @@ import pyarrow.parquet as pq
 
 from edge.bank.embedder import HashEmbedder, MiniLMEmbedder
 from edge.bank.entry import BankEntry
+from edge.files import IntegrityError, write_with
 
 EMBED_DIM = 384
 _ID = re.compile(r"^g(\d+)$")
@@ -156,7 +156,52 @@ class ActiveVectors:
 
 def read_snapshot(path: Path) -> list[BankEntry]:
     """The entries of a Parquet snapshot written by ``ExperienceBank.snapshot``, sorted by id."""
-    return _to_entries(pq.read_table(path))
+    try:
+        table = pq.read_table(path)
+    except FileNotFoundError:
+        raise IntegrityError(f"{path}: file is missing") from None
+    except (pa.ArrowException, OSError) as err:
+        raise IntegrityError(f"{path}: not a readable bank snapshot ({str(err).splitlines()[0]})") from None
+    return _to_entries(table)
+
+
+def open_recorded(folder: Path, embedder: HashEmbedder | MiniLMEmbedder) -> tuple[ExperienceBank, int, int]:
+    """A run's bank (``runs/<run>/bank``) for reading, checked against the run's record: (bank, version,
+    round). The table must be at the version the run recorded after its last bank update
+    (``bank_versions.json`` beside the folder); anything else (a lost LanceDB manifest, an edit since) is
+    refused rather than read at another version."""
+    from edge.files import read_json
+
+    folder = Path(folder)
+    record = folder.parent / "bank_versions.json"
+    if not (folder / "bank.lance").is_dir():
+        raise IntegrityError(f"{folder}: no bank table here (expected runs/<run>/bank)")
+    if not record.exists():
+        raise IntegrityError(f"{record}: missing; without the run's record the bank's version cannot be checked")
+    versions = {int(k): int(v) for k, v in read_json(record).items()}
+    last_round = max(versions)
+    bank = ExperienceBank.open(folder, embedder)
+    if bank.version() != versions[last_round]:
+        raise IntegrityError(f"{folder}: the table is at version {bank.version()}, but the run recorded version "
+                             f"{versions[last_round]} after round {last_round} ({record.name}); a version manifest "
+                             "under bank.lance/_versions is missing or the table changed after the run")
+    return bank, versions[last_round], last_round
+
+
+OPTIONAL_COLUMNS = {"revises"}
+"""Columns a bank written by an older EDGE may lack; every other column of ``bank_schema`` is required."""
+
+
+def _reads(method):
+    """Say which bank could not be read, in one line, when LanceDB fails (a data file or manifest gone)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (RuntimeError, OSError) as err:
+            first = (str(err).strip().splitlines() or [""])[0].split(", /root/")[0][:300]
+            raise IntegrityError(f"{self.folder / self.name}: the bank table cannot be read ({first})") from err
+    return wrapper
 
 
 class ExperienceBank:
@@ -194,10 +239,15 @@ class ExperienceBank:
                     f"bank table {folder / table} was built with embedder {stored_name!r} ({stored_dim}-d); "
                     f"cannot open it with {embedder.name!r} ({embedder.dim}-d)"
                 )
+            missing = [name for name in _FIELDS if name not in tbl.schema.names and name not in OPTIONAL_COLUMNS]
+            if missing:
+                raise IntegrityError(f"bank table {folder / table}: column(s) {', '.join(missing)} missing "
+                                     f"(expected every column of edge.bank.store.bank_schema)")
         else:
             tbl = db.create_table(table, schema=bank_schema(embedder.dim, embedder.name))
         return cls(tbl, embedder, folder, table, in_memory)
 
+    @_reads
     def __len__(self) -> int:
         return self._tbl.count_rows()
 
@@ -250,6 +300,7 @@ class ExperienceBank:
         data = pa.Table.from_pylist(rows, schema=self._tbl.schema)
         self._tbl.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
+    @_reads
     def next_id(self) -> str:
         """A fresh id (``g000001``, ...): one past the largest in the table or issued by this object.
 
@@ -266,12 +317,14 @@ class ExperienceBank:
         return f"g{self._last_issued:0{_ID_WIDTH}d}"
 
     # ----- reads --------------------------------------------------------------------------
+    @_reads
     def get(self, id: str) -> BankEntry:
         rows = self._tbl.search().where(f"id = {sql_string(id)}").limit(2).to_arrow()
         if rows.num_rows == 0:
             raise KeyError(f"no bank entry with id {id!r}")
         return _to_entries(rows)[0]
 
+    @_reads
     def all(self, status: str | None = None) -> list[BankEntry]:
         """Every entry (or those with ``status``), sorted by id."""
         table = self._tbl.to_arrow()
@@ -279,6 +332,7 @@ class ExperienceBank:
             table = table.filter(pc.equal(table.column("status"), status))
         return _to_entries(table)
 
+    @_reads
     def _search(self, text: str, threshold: float, limit: int, task_type: str | None
                 ) -> list[tuple[BankEntry, float]]:
         if limit <= 0:
@@ -333,6 +387,7 @@ class ExperienceBank:
     def version(self) -> int:
         return self._tbl.version
 
+    @_reads
     def checkout(self, version: int) -> list[BankEntry]:
         """The rows as of ``version``, read through a separate handle.
 
@@ -356,6 +411,7 @@ class ExperienceBank:
             self._tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
     # ----- export -------------------------------------------------------------------------
+    @_reads
     def snapshot(self, path: Path) -> Path:
         """Write the whole table (vectors included) to Parquet atomically; returns ``path``.
 
@@ -366,12 +422,4 @@ class ExperienceBank:
         path.parent.mkdir(parents=True, exist_ok=True)
         table = self._tbl.to_arrow()
         table = table.take(pc.sort_indices(table, sort_keys=[("id", "ascending")]))
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            pq.write_table(table, tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_with(path, lambda tmp: pq.write_table(table, tmp))

@@ -225,6 +225,10 @@ def with_stand_in_rewards(collect, seed: int):
                 digest = hashlib.sha256(f"{seed}/{t.traj_id}".encode()).digest()
                 t.reward = float(digest[0] % 2)
             write_rollouts(trajectories, out)
+            # These rewritten rollouts are the round's now: sealed again, so the next stages accept them.
+            counts = {"rows": sum(len(t.steps) for t in trajectories), "trajectories": len(trajectories),
+                      "groups": len({t.group_id for t in trajectories})}
+            run.seal(k, "collect", ["collect.json", "rollouts.parquet"], {"rollouts.parquet": counts})
             marker.touch()
         return out
 

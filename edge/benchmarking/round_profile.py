@@ -175,6 +175,7 @@ def profile_rounds(params, work: Path, prefect: bool, empty_tasks: int, pairs: i
         target = Path(leg_params.train.runs_dir) / run.folder.name
         shutil.copytree(run.folder, target)
         write_json(target / "params.json", leg_params.model_dump(mode="json"))
+        Run(leg_params, target).seal(None, "open", ["params.json"])  # the copy's own record of it
         return leg_params
 
     def direct_leg(i: int) -> dict:

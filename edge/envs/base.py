@@ -207,16 +207,11 @@ def check_can_step(task: Task | None, done: bool) -> None:
 
 def write_tasks(tasks: Iterable[Task], path: Path) -> int:
     """Write tasks as JSONL atomically (temporary name, then rename); returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    n = 0
-    with tmp.open("w") as fh:
-        for task in tasks:
-            fh.write(task.to_json() + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
+    from edge.files import write_bytes
+
+    lines = [task.to_json() + "\n" for task in tasks]
+    write_bytes(Path(path), "".join(lines).encode())
+    return len(lines)
 
 
 def read_tasks(path: Path) -> list[Task]:

@@ -19,6 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, Llama
 from transformers.utils import logging as transformers_logging
 
 from edge.config import LoraConfig, PolicyConfig, TinyModelConfig
+from edge.files import IntegrityError, seal_folder, verify_folder
 from edge.policy.tokenizer import build_word_tokenizer
 from edge.text import split_words
 
@@ -120,16 +121,21 @@ def load_policy(cfg: PolicyConfig, checkpoint: Path | str | None = None, seed: i
         checkpoint = Path(checkpoint)
         if not checkpoint.is_dir():
             raise FileNotFoundError(f"checkpoint folder {checkpoint} does not exist")
-        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        adapter_file = checkpoint / "adapter_config.json"
-        if adapter_file.exists():
-            from peft import PeftModel
+        verify_folder(checkpoint)  # every file as save_policy wrote it (a model from elsewhere has no manifest)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+            adapter_file = checkpoint / "adapter_config.json"
+            if adapter_file.exists():
+                from peft import PeftModel
 
-            base_path = json.loads(adapter_file.read_text())["base_model_name_or_path"]
-            base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
-            model = PeftModel.from_pretrained(base, checkpoint, is_trainable=True)
-        else:
-            model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+                base_path = json.loads(adapter_file.read_text())["base_model_name_or_path"]
+                base = AutoModelForCausalLM.from_pretrained(base_path, dtype=dtype)
+                model = PeftModel.from_pretrained(base, checkpoint, is_trainable=True)
+            else:
+                model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+        except Exception as err:  # whatever the loaders raise for a damaged folder, said in one line
+            first = (str(err).strip().splitlines() or [""])[0][:300]
+            raise IntegrityError(f"{checkpoint}: cannot be loaded as a model ({type(err).__name__}: {first})") from err
     elif cfg.model == "tiny":
         tokenizer = build_word_tokenizer(tiny_vocabulary(list(envs)))
         model = build_tiny_model(cfg.tiny, len(tokenizer), seed).to(dtype)
@@ -176,5 +182,6 @@ def save_policy(policy: Policy, folder: Path | str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     policy.model.save_pretrained(folder)
     policy.tokenizer.save_pretrained(folder)
+    seal_folder(folder)
     return folder
 

@@ -1,0 +1,58 @@
+"""``kill -9`` at every stage boundary and inside every atomic write, then resume: the run ends exactly as an
+uninterrupted one, and no temporary file is left behind.
+
+One chain of processes: each is started on the same run with ``EDGE_FAULT`` naming the next point and dies
+there (SIGKILL, so no ``finally`` and no cleanup runs); the next resumes where it died. The last runs to the
+end. Every kill is asserted to have happened at its point (exit by SIGKILL)."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+from tiny_run import leftovers, outcome, train_in_subprocess
+
+# In the order a two-round EDGE run reaches them; each process dies at its point's first hit.
+CHAIN = [
+    "write:params.json",        # Run.open: the run's identity, before it is sealed
+    "write:wall_time.json",     # the invocation's clock, before any stage
+    "write:eval_base.json",     # the base evaluation
+    "write:rollouts.parquet",   # round 0, inside collect's atomic write
+    "after:collect:r0",         # stage boundaries ...
+    "write:scores.json",
+    "after:score:r0",
+    "bank:credited",            # between two LanceDB versions of the bank update
+    "write:evidence.json",
+    "write:bank.parquet",
+    "write:bank_changes.json",
+    "after:update_bank:r0",
+    "write:checkpoint/",        # the checkpoint folder, complete but not yet renamed into place
+    "write:train_metrics.json",
+    "after:distill:r0",
+    "write:eval.json",
+    "after:evaluate:r0",
+    "write:bank_versions.json",  # round 1: the bank's new version written, not yet recorded
+    "write:manifest.json",       # round 1's bank update complete, its seal not yet written
+    "bank:credited",
+    "after:distill:r1",
+]
+
+
+def test_a_run_killed_at_every_point_resumes_to_the_uninterrupted_result(tmp_path):
+    runs = tmp_path / "runs"
+    reference = train_in_subprocess(runs, "reference")
+    assert reference.returncode == 0, reference.stderr[-2000:]
+
+    for point in CHAIN:
+        killed = train_in_subprocess(runs, "killed", fault=point)
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
+                                                     f"{killed.stderr[-1500:]}"
+    final = train_in_subprocess(runs, "killed")
+    assert final.returncode == 0, final.stderr[-2000:]
+
+    assert outcome(runs / "killed") == outcome(runs / "reference")
+    assert leftovers(runs / "killed") == []
+    # Every invocation counted, the killed ones included (their time up to the last completed stage).
+    wall = json.loads((runs / "killed" / "wall_time.json").read_text())
+    # The first two died before their clock was written; every other one counts.
+    assert wall["invocations"] == len(CHAIN) + 1 - 2
