@@ -94,20 +94,13 @@ def _temporary_name(path: Path, folder: bool = False) -> Path:
 
 def write_bytes(path: Path, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temporary file, fsync, rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temporary_name(path)
-    try:
+    def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        fault_point(f"write:{path.name}")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+
+    return write_with(path, write)
 
 
 def write_json(path: Path, data) -> Path:
@@ -242,8 +235,13 @@ def verify(folder: Path, name: str) -> Path:
     recorded = read_manifest(folder)["files"].get(name)
     if recorded is None:
         raise IntegrityError(f"{path}: not recorded in {Path(folder) / MANIFEST} (written by no completed stage)")
-    if not path.exists():
-        raise IntegrityError(f"{path}: file is missing (its stage recorded it in {MANIFEST})")
+    return _check_file(path, recorded, f"its stage recorded it in {MANIFEST}")
+
+
+def _check_file(path: Path, recorded: dict, where: str) -> Path:
+    """``path`` has the size and SHA-256 ``recorded``; ``where`` says which record (for the message)."""
+    if not path.is_file():
+        raise IntegrityError(f"{path}: file is missing ({where})")
     size = path.stat().st_size
     if size != recorded["bytes"]:
         raise IntegrityError(f"{path}: {size} bytes, the manifest recorded {recorded['bytes']} (truncated or "
@@ -273,15 +271,7 @@ def verify_folder(folder: Path, required: bool = False) -> bool:
         return False
     recorded = read_json(manifest_file)
     for name, facts in recorded.get("files", {}).items():
-        path = folder / name
-        if not path.is_file():
-            raise IntegrityError(f"{path}: file is missing from the checkpoint")
-        size = path.stat().st_size
-        if size != facts["bytes"]:
-            raise IntegrityError(f"{path}: {size} bytes, the checkpoint's manifest recorded {facts['bytes']} "
-                                 "(truncated or replaced)")
-        if sha256_of(path) != facts["sha256"]:
-            raise IntegrityError(f"{path}: content differs from the checkpoint's manifest (damaged or edited)")
+        _check_file(folder / name, facts, f"recorded in the checkpoint's {FOLDER_MANIFEST}")
     return True
 
 

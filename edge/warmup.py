@@ -34,6 +34,7 @@ from edge.config import EdgeParams, WarmupConfig
 from edge.envs.base import Demonstrators, Task
 from edge.envs.registry import agent_names, generate_tasks, knowledge, make_agent, make_env
 from edge.evaluate import evaluate, retention
+from edge.files import atomic_folder, seal_folder
 from edge.guidance import experience_block, has_oracle, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy, save_policy
@@ -175,6 +176,10 @@ def run_warmup(params: EdgeParams, out_dir: Path | None = None) -> dict:
         else:  # without an oracle there is no advice whose reading to check
             report |= {"plain_success": plain.success, "plain": plain.to_dict()}
     report["seconds"] = time.perf_counter() - started
-    save_policy(policy, out_dir)
-    (out_dir / "warmup.json").write_text(json.dumps(report, indent=2) + "\n")
+    # Into a temporary folder that replaces ``out_dir`` whole: a killed warm start never leaves half a model
+    # where the next command would load it.
+    with atomic_folder(out_dir) as tmp:
+        save_policy(policy, tmp)
+        (tmp / "warmup.json").write_text(json.dumps(report, indent=2) + "\n")
+        seal_folder(tmp)
     return report
