@@ -23,7 +23,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,alfworld]'
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,alfworld,ray]'
 	touch $@
 
 # The main job on the embedded default: task files, warm start, EDGE and GRPO trainings, comparison.

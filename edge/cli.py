@@ -584,7 +584,8 @@ def bench_learning(
     intermediate_episodes: int = typer.Option(200, min=1, help="Episodes at the curve's points in between."),
     eval_every: int = typer.Option(4, min=1, help="Evaluate every this many rounds (curve points)."),
     splits: list[str] = typer.Option(["test_seen", "test_unseen"], "--split", help="Evaluation split (repeat)."),
-    jobs: int = typer.Option(2, min=1, help="Runs in parallel, one torch thread each."),
+    jobs: int = typer.Option(None, min=0, help="Runs in parallel, one torch thread each (default 2; with --ray, as "
+                                               "many as the cluster holds; 0: as many as there are cores)."),
     params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
     runs_dir: Path = typer.Option(Path("benchmarks/runs"), help="Where the runs and warm starts go (resumable)."),
     out_dir: Path = typer.Option(Path("benchmarks/results"), help="Where the tables and plots go."),
@@ -594,6 +595,11 @@ def bench_learning(
     report_only: bool = typer.Option(False, help="Train nothing; rebuild the tables from the finished runs."),
     shared_warm_start: bool = typer.Option(False, help="One warm start for every seed (else one per seed)."),
     bases_dir: Path = typer.Option(None, help="Where the warm starts are built and reused (default: --runs-dir)."),
+    ray: str = typer.Option(None, envvar="EDGE_RAY_ADDRESS", show_envvar=True,
+                            help="Run every warm start and run as a task of the Ray cluster at this address "
+                                 "(host:port of its head, or auto); this folder must be shared by its nodes."),
+    ray_cpus: float = typer.Option(1.0, min=0, help="CPUs each run reserves on the Ray cluster."),
+    ray_gpus: float = typer.Option(0.0, min=0, help="GPUs each run reserves on the Ray cluster."),
 ) -> None:
     """GRPO, EDGE and its ablations over seeds: final success with 95% bootstrap intervals, paired
     differences against GRPO with permutation p-values, and success against environment steps."""
@@ -608,9 +614,11 @@ def bench_learning(
             _fail(f"--split {split!r}: valid splits are {', '.join(SPLITS)}")
     cfg = LearningBenchConfig(envs=envs, methods=methods, seeds=seeds, budget=budget, eval_episodes=eval_episodes,
                               intermediate_episodes=intermediate_episodes,
-                              splits=splits, eval_every=eval_every, jobs=jobs, params=params, runs_dir=runs_dir,
+                              splits=splits, eval_every=eval_every, jobs=(0 if ray else 2) if jobs is None else jobs,
+                              params=params, runs_dir=runs_dir,
                               out_dir=out_dir, name=name, extra=list(set_ or []), report_only=report_only,
-                              shared_warm_start=shared_warm_start, bases_dir=bases_dir)
+                              shared_warm_start=shared_warm_start, bases_dir=bases_dir,
+                              ray=ray or None, ray_cpus=ray_cpus, ray_gpus=ray_gpus)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console) as progress:

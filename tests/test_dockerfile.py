@@ -40,7 +40,7 @@ def test_readme_commands_and_ci_share_the_install_target():
     assert re.search(r"^run: install\b", makefile, re.M)
     assert re.search(r"^test: install\b", makefile, re.M)
     recipe = re.search(r"^\$\(VENV\)/\.installed:.*?(?=^\S)", makefile, re.M | re.S).group(0)
-    assert "-c constraints.txt" in recipe and "'.[dev,alfworld]'" in recipe
+    assert "-c constraints.txt" in recipe and "'.[dev,alfworld,ray]'" in recipe
     readme = (ROOT / "README.md").read_text()
     assert "make run" in readme and "make test" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()

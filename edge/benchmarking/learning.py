@@ -17,6 +17,11 @@ Reported per environment, method and evaluation split: final plain success, scaf
 each a mean over seeds with a 95% percentile-bootstrap interval; for each method against GRPO, the
 paired difference of final plain success with its Student-t interval and an exact sign-flip
 permutation p-value (see ``stats`` for why the two intervals differ).
+
+Where the runs execute is the one thing ``--ray ADDRESS`` changes: each warm start and each run is then
+a Ray task on that cluster (``on_ray.py``), the same ``edge`` command with the same arguments and log
+file, against the same run folder, which every node must see at the same path. Scheduling, resuming,
+failure reports and the report itself are this module's, for both.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import StatisticsError, correlation, fmean, stdev
 
@@ -65,7 +71,9 @@ class LearningBenchConfig:
     eval_every: int = 4
     """Evaluate every this many rounds (and always after the last), for the curves."""
     jobs: int = 2
-    """Runs in parallel, one torch thread each; set to the number of cores."""
+    """Runs in parallel, one torch thread each; set to the number of cores. 0: as many as this machine
+    has cores, or with ``ray`` as many as the cluster's CPUs (and GPUs) hold at ``ray_cpus`` (``ray_gpus``)
+    per run."""
     params: Path = Path("params.yaml")
     runs_dir: Path = Path("benchmarks/runs")
     out_dir: Path = Path("benchmarks/results")
@@ -80,31 +88,68 @@ class LearningBenchConfig:
     bases_dir: Path | None = None
     """Where the warm starts are built and reused (default ``runs_dir``); benchmarks that differ only
     in training settings (a sweep) can share them."""
+    ray: str | None = None
+    """Address of a Ray cluster (``host:port`` of its head, or ``auto``): every warm start and run is a
+    Ray task there; None runs them as subprocesses of this machine. The working folder (``params``,
+    ``runs_dir``, ``out_dir``) must be on a filesystem every node mounts at the same path."""
+    ray_cpus: float = 1.0
+    """CPUs a run (or warm start) reserves on the cluster: it uses one torch thread."""
+    ray_gpus: float = 0.0
+    """GPUs a run reserves (with ``--set policy.device=cuda``); Ray sets its ``CUDA_VISIBLE_DEVICES``."""
 
 
 def _edge_command() -> list[str]:
     return [sys.executable, "-m", "edge.cli"]
 
 
+RUN_ENVIRONMENT = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+                   "HF_HUB_OFFLINE": "1"}
+"""Set for every run: one thread per run, so results do not depend on how many runs share a machine."""
+
+
 def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # One thread per run: results then do not depend on how many runs share the machine.
-    env |= {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-            "HF_HUB_OFFLINE": "1"}
-    return env
+    return dict(os.environ) | RUN_ENVIRONMENT
 
 
-def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int) -> Path:
-    """The warm start the runs of ``seed`` on ``env`` begin from (built once, then reused)."""
+Launch = Callable[[list[str], Path], int]
+"""Runs ``edge <arguments>`` with its output appended to a log file; returns its exit status. Where it
+runs is the launcher's business: :func:`run_locally` here, ``on_ray.RayLauncher`` on a cluster."""
+
+
+def run_locally(arguments: list[str], log_path: Path) -> int:
+    """``edge <arguments>`` in a subprocess of this machine, its output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a") as log:
+        return subprocess.run([*_edge_command(), *arguments], env=_child_env(), stdout=log,
+                              stderr=subprocess.STDOUT).returncode
+
+
+def warm_start_seed(cfg: LearningBenchConfig, seed: int) -> int:
+    """The seed the runs of ``seed`` are warm-started with: their own, or ``params.seed`` for all."""
     from edge.config import load_params, with_overrides
 
-    if cfg.shared_warm_start:
-        seed = with_overrides(load_params(cfg.params), cfg.extra).seed
-    folder = (cfg.bases_dir or cfg.runs_dir) / f"base-{env}-s{seed}"
+    return with_overrides(load_params(cfg.params), cfg.extra).seed if cfg.shared_warm_start else seed
+
+
+def base_folder(cfg: LearningBenchConfig, env: str, seed: int) -> Path:
+    """Where the warm start of the runs of ``seed`` on ``env`` lives."""
+    return (cfg.bases_dir or cfg.runs_dir) / f"base-{env}-s{warm_start_seed(cfg, seed)}"
+
+
+def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int, launch: Launch | None = None) -> Path:
+    """The warm start the runs of ``seed`` on ``env`` begin from (built once, then reused). Built here with
+    its output on the console, or through ``launch`` with its output in ``<runs_dir>/logs``."""
+    folder, seed = base_folder(cfg, env, seed), warm_start_seed(cfg, seed)
     if not (folder / "warmup.json").exists():
-        cmd = [*_edge_command(), "warmup", "--params", str(cfg.params), "--out", str(folder),
-               "--set", f"warmup.env={env}", *sum((["--set", s] for s in cfg.extra), []), "--set", f"seed={seed}"]
-        subprocess.run(cmd, check=True, env=_child_env())
+        arguments = ["warmup", "--params", str(cfg.params), "--out", str(folder), "--set", f"warmup.env={env}",
+                     *sum((["--set", s] for s in cfg.extra), []), "--set", f"seed={seed}"]
+        if launch is None:
+            subprocess.run([*_edge_command(), *arguments], check=True, env=_child_env())
+        else:
+            log_path = cfg.runs_dir / "logs" / f"{folder.name}.log"
+            code = launch(arguments, log_path)
+            if code != 0:
+                raise RuntimeError(f"warm start {folder.name} failed (exit {code}); its output is in {log_path}")
     return folder
 
 
@@ -123,27 +168,30 @@ def round_dir_name(k: int) -> str:
     return f"round_{k:03d}"
 
 
-def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: Path, rounds: int,
-              log_dir: Path) -> Path:
-    """One training run in its own process; returns its folder (resumes if it exists)."""
-    name = run_name(env, method, seed)
+def train_arguments(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: Path, rounds: int) -> list[str]:
+    """The ``edge train`` arguments of one benchmark run."""
     splits = "[" + ",".join(cfg.splits) + "]"
-    cmd = [*_edge_command(), "train", "--params", str(cfg.params), "--method", method, "--env", env,
-           "--seed", str(seed), "--rounds", str(rounds), "--run-name", name, "--no-track",
-           "--set", f"train.base_checkpoint={base}", "--set", f"train.runs_dir={cfg.runs_dir}",
-           "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
-           "--set", f"eval.every={cfg.eval_every}",
-           "--set", f"eval.intermediate_episodes={cfg.intermediate_episodes or 'null'}",
-           # The base checkpoint's evaluation is the same for every method of a seed: done once.
-           "--set", f"eval.base_cache_dir={cfg.runs_dir / 'base-evals'}",
-           *sum((["--set", s] for s in cfg.extra), [])]
-    log_dir.mkdir(parents=True, exist_ok=True)
+    return ["train", "--params", str(cfg.params), "--method", method, "--env", env,
+            "--seed", str(seed), "--rounds", str(rounds), "--run-name", run_name(env, method, seed), "--no-track",
+            "--set", f"train.base_checkpoint={base}", "--set", f"train.runs_dir={cfg.runs_dir}",
+            "--set", f"eval.episodes={cfg.eval_episodes}", "--set", f"eval.splits={splits}",
+            "--set", f"eval.every={cfg.eval_every}",
+            "--set", f"eval.intermediate_episodes={cfg.intermediate_episodes or 'null'}",
+            # The base checkpoint's evaluation is the same for every method of a seed: done once.
+            "--set", f"eval.base_cache_dir={cfg.runs_dir / 'base-evals'}",
+            *sum((["--set", s] for s in cfg.extra), [])]
+
+
+def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: Path, rounds: int,
+              log_dir: Path, launch: Launch = run_locally) -> Path:
+    """One training run in its own process (here, or where ``launch`` puts it); returns its folder
+    (resumes if it exists)."""
+    name = run_name(env, method, seed)
     log_path = log_dir / f"{name}.log"
-    with open(log_path, "a") as log:
-        done = subprocess.run(cmd, env=_child_env(), stdout=log, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
+    code = launch(train_arguments(cfg, env, method, seed, base, rounds), log_path)
+    if code != 0:
         # Finished runs are kept; the same command resumes this one from its last completed stage.
-        raise RuntimeError(f"run {name} failed (exit {done.returncode}); its output is in {log_path}")
+        raise RuntimeError(f"run {name} failed (exit {code}); its output is in {log_path}")
     return cfg.runs_dir / name
 
 
@@ -520,6 +568,46 @@ def previous_wall_minutes(cfg: LearningBenchConfig) -> float | None:
     return before.get("wall_minutes") if same else None
 
 
+def warm_starts(cfg: LearningBenchConfig, launcher=None) -> dict[tuple[str, int], Path]:
+    """The base checkpoint of every (env, seed), built where missing: one after another on this machine
+    (output on the console), or all at once as tasks of ``launcher``'s cluster (output in the logs)."""
+    keys = [(env, seed) for env in cfg.envs for seed in cfg.seeds]
+    if launcher is None:
+        return {key: base_checkpoint(cfg, *key) for key in keys}
+    distinct = list({base_folder(cfg, *key): key for key in keys}.values())  # seeds sharing a warm start: once
+    built = in_parallel(lambda key: base_checkpoint(cfg, *key, launch=launcher), distinct, cfg.jobs,
+                        launcher.cancel_running)
+    by_folder = dict(zip((base_folder(cfg, *key) for key in distinct), built))
+    return {key: by_folder[base_folder(cfg, *key)] for key in keys}
+
+
+def in_parallel(work: Callable, items: list, jobs: int, on_interrupt: Callable[[], None] | None = None) -> list:
+    """``work(item)`` for every item, ``jobs`` at a time; the results in order. After a failure nothing
+    new starts and those running end, then the first failure in order is raised. On Ctrl-C,
+    ``on_interrupt`` stops what runs where Ctrl-C does not reach (a cluster)."""
+    failed = threading.Event()
+
+    def guarded(item):
+        if failed.is_set():
+            return None
+        try:
+            return work(item)
+        except BaseException:
+            failed.set()
+            raise
+
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        return list(pool.map(guarded, items))
+    except BaseException as err:
+        failed.set()
+        if isinstance(err, KeyboardInterrupt) and on_interrupt is not None:
+            on_interrupt()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning", track: bool = True,
                   progress=None) -> dict:
     """Train every (env, method, seed) not already finished, then write the tables and plots."""
@@ -528,49 +616,56 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
         raise ValueError(f"methods {unknown} are unknown; valid methods: {', '.join(METHODS)}")
     started = time.perf_counter()
     rounds = rounds_for(cfg)
-    bases = {} if cfg.report_only else {(env, seed): base_checkpoint(cfg, env, seed)
-                                        for env in cfg.envs for seed in cfg.seeds}
+    launcher = None
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    if cfg.ray and not cfg.report_only:
+        from edge.benchmarking.on_ray import RayLauncher
+
+        launcher = RayLauncher(cfg.ray, cpus=cfg.ray_cpus, gpus=cfg.ray_gpus)
+        machine = f"{launcher.describe()}; driver {machine}"
+    if cfg.jobs < 0:
+        raise ValueError(f"jobs must be 0 (as many as there are cores) or more, got {cfg.jobs}")
+    if cfg.jobs == 0:
+        cfg = replace(cfg, jobs=launcher.capacity() if launcher else os.cpu_count() or 1)
+    bases = {} if cfg.report_only else warm_starts(cfg, launcher)
     jobs = [(env, method, seed) for env in cfg.envs for seed in cfg.seeds for method in cfg.methods]
     log_dir = cfg.runs_dir / "logs"
     bar = progress.add_task("benchmark runs", total=len(jobs)) if progress else None
 
-    failed = threading.Event()
-
     def work(job):
         env, method, seed = job
-        if failed.is_set():  # another run failed (or Ctrl-C): start nothing new
-            return job, None
         if cfg.report_only:
             folder = cfg.runs_dir / run_name(env, method, seed)
             if not (folder / round_dir_name(rounds - 1) / "eval.json").exists():
                 raise ValueError(f"--report-only: {folder} has not finished {rounds} rounds")
         else:
-            try:
-                folder = train_one(cfg, env, method, seed, bases[env, seed], rounds, log_dir)
-            except BaseException:
-                failed.set()
-                raise
+            folder = train_one(cfg, env, method, seed, bases[env, seed], rounds, log_dir,
+                               launch=launcher or run_locally)
         if progress:
             progress.advance(bar)
-        return job, folder
+        return folder
 
+    # On a failed run or Ctrl-C no further run starts; those running end (Ctrl-C reaches them too, on a
+    # cluster the launcher stops them) and a rerun of the same command resumes from the finished ones.
+    folders = in_parallel(work, jobs, cfg.jobs, launcher.cancel_running if launcher else None)
+    wall_minutes = previous_wall_minutes(cfg) if cfg.report_only else (time.perf_counter() - started) / 60
+    return write_report(cfg, dict(zip(jobs, folders)), rounds, command, machine, wall_minutes, track)
+
+
+def write_report(cfg: LearningBenchConfig, folders: dict[tuple[str, str, int], Path], rounds: int, command: str,
+                 machine: str, wall_minutes: float | None, track: bool = True) -> dict:
+    """Read the finished runs (``folders`` by (env, method, seed)) and write the tables, the JSON and the
+    curves to ``out_dir`` (and MLflow with ``track``); returns the report."""
     results: dict = {env: {m: {} for m in cfg.methods} for env in cfg.envs}
-    pool = ThreadPoolExecutor(max_workers=cfg.jobs)
-    try:
-        for (env, method, seed), folder in pool.map(work, jobs):
-            results[env][method][seed] = read_run(folder, cfg.splits)
-    except BaseException:
-        # On a failed run or Ctrl-C, start no further runs; those running end (Ctrl-C reaches them too)
-        # and a rerun of the same command resumes from the finished ones.
-        failed.set()
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    for env in cfg.envs:
+        for seed in cfg.seeds:
+            for method in cfg.methods:
+                results[env][method][seed] = read_run(folders[env, method, seed], cfg.splits)
     report = {
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
         "rounds": rounds, "command": command,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        "wall_minutes": previous_wall_minutes(cfg) if cfg.report_only else (time.perf_counter() - started) / 60,
+        "machine": machine,
+        "wall_minutes": wall_minutes,
         "table": summarise(results, cfg),
         "bank_activity": {env: {m: a for m, by_seed in by_method.items() if (a := bank_activity(by_seed))}
                           for env, by_method in results.items()},

@@ -7,6 +7,8 @@ holding many environments; a :class:`RemoteEnv` is a handle to one of them and s
 :class:`~edge.envs.base.TextEnv` protocol. :func:`reset_all` and :func:`step_all` send every request
 first and only then wait for the answers, so all workers are busy at once; for in-process
 environments they are plain loops, which is why rollouts and ``edge env play`` always go through them.
+``ray_pool.RayEnvPool`` is the same on Ray actors (its handles are these ``RemoteEnv``), and
+``backends`` chooses between them (``$EDGE_ENV_BACKEND``).
 
 Requests to one worker are answered in the order they were sent, so a reply is matched to its
 request by position alone: no ids travel back. At most ``MAX_IN_FLIGHT`` requests wait per worker;
@@ -35,41 +37,51 @@ class WorkerError(RuntimeError):
     """An environment worker raised, or exited; the message carries its traceback or exit code."""
 
 
-def _serve(conn: Connection, factory: Callable[..., TextEnv]) -> None:
-    """A worker's loop: build environments on demand, answer every request in order, exit on EOF.
+def answer(envs: dict[int, TextEnv], factory: Callable[..., TextEnv], op: str, handle: int,
+           argument: Any) -> tuple[str, Any]:
+    """One request to a worker holding ``envs``: ``("ok", value)`` or ``("error", traceback)``.
 
-    Messages are ``(op, handle, argument)``. ``reset`` (argument: the task and the keyword arguments
+    Requests are ``(op, handle, argument)``. ``reset`` (argument: the task and the keyword arguments
     the environment is built with, the first time) and ``step`` act on the environment ``handle``
     names; ``call`` runs ``argument = (function, args)`` (e.g. a scripted expert's planner);
-    ``close`` forgets an environment and is the one message without a reply.
+    ``close`` forgets an environment. Shared by the worker processes here and the Ray actors
+    (``ray_pool.py``), so both answer exactly alike.
     """
+    try:
+        if op == "close":
+            envs.pop(handle, None)
+            value = None
+        elif op == "reset":
+            task, env_kwargs = argument
+            if handle not in envs:
+                envs[handle] = factory(**env_kwargs)
+            value = envs[handle].reset(task)
+        elif op == "step":
+            if handle not in envs:
+                raise RuntimeError("call reset(task) before step()")
+            value = envs[handle].step(argument)
+        elif op == "call":
+            function, args = argument
+            value = function(*args)
+        else:
+            raise ValueError(f"unknown request {op!r}")
+        return "ok", value
+    except Exception as err:  # the caller re-raises it with the worker's traceback
+        return "error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"
+
+
+def _serve(conn: Connection, factory: Callable[..., TextEnv]) -> None:
+    """A worker's loop: build environments on demand, answer every request in order (``close``, the one
+    message without a reply, is not answered), exit on EOF."""
     envs: dict[int, TextEnv] = {}
     while True:
         try:
             op, handle, argument = conn.recv()
         except (EOFError, KeyboardInterrupt):
             return
-        if op == "close":
-            envs.pop(handle, None)
-            continue
-        try:
-            if op == "reset":
-                task, env_kwargs = argument
-                if handle not in envs:
-                    envs[handle] = factory(**env_kwargs)
-                value = envs[handle].reset(task)
-            elif op == "step":
-                if handle not in envs:
-                    raise RuntimeError("call reset(task) before step()")
-                value = envs[handle].step(argument)
-            elif op == "call":
-                function, args = argument
-                value = function(*args)
-            else:
-                raise ValueError(f"unknown request {op!r}")
-            conn.send(("ok", value))
-        except Exception as err:  # the caller re-raises it with the worker's traceback
-            conn.send(("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
+        reply = answer(envs, factory, op, handle, argument)
+        if op != "close":
+            conn.send(reply)
 
 
 class Reply:

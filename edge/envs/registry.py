@@ -141,8 +141,16 @@ def env_splits(name: str) -> tuple[str, ...]:
 
 
 def make_env(name: str, **kwargs: Any) -> TextEnv:
-    """Build one environment instance by registry name."""
-    return get_entry(name).load().make_env(**kwargs)
+    """Build one environment instance by registry name, where ``$EDGE_ENV_BACKEND`` says (``backends``):
+    unset, the module's own ``make_env`` decides."""
+    from edge.envs import backends
+
+    entry = get_entry(name)
+    backend = backends.chosen_backend()
+    if backend is None:
+        return entry.load().make_env(**kwargs)
+    entry.load()  # an unknown or broken module fails here, with the registry's message
+    return backends.make_env(name, entry.module, backend, **kwargs)
 
 
 def generate_tasks(name: str, split: str, n: int, seed: int) -> list[Task]:

@@ -43,6 +43,10 @@ _POOLS: dict[Path, EnvPool] = {}
 
 
 def default_workers() -> int:
+    # EDGE_ENV_BACKEND=local (also what a worker process or Ray actor of edge.envs.backends runs under):
+    # play here, not in another pool.
+    if os.environ.get("EDGE_ENV_BACKEND", "").strip() == "local":
+        return 0
     raw = os.environ.get(WORKERS_VARIABLE)
     if raw is None:
         return min(4, os.cpu_count() or 1)
