@@ -22,25 +22,20 @@ Paths are made absolute, and the folder must be on a filesystem every node mount
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
 
-# As in flows/edge_training.py: Prefect's state in the project, nothing phones home (explicit settings win).
-for _key, _value in {
-    "PREFECT_HOME": str(Path(__file__).resolve().parents[1] / ".prefect"),
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_TO_API_WHEN_MISSING_FLOW": "ignore",
-    "MLFLOW_DISABLE_TELEMETRY": "true",
-}.items():
-    os.environ.setdefault(_key, _value)
+# isort: off
+# Importing the training flow first sets Prefect's defaults (state in the project, nothing phones home)
+# before Prefect itself is imported.
+import flows.edge_training  # noqa: F401
 
-from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NO_CACHE  # noqa: E402
-from prefect.futures import wait  # noqa: E402
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import wait
+# isort: on
 
 from edge.benchmarking.learning import (  # noqa: E402
     LearningBenchConfig,
