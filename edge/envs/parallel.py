@@ -103,7 +103,26 @@ class Reply:
         return self._value
 
 
-class EnvPool:
+class HandOut:
+    """What every environment pool (worker processes here, Ray actors in ``ray_pool``) does the same way:
+    hand out environment handles and one-off calls round robin over its workers. A pool sets
+    ``_handles`` and ``_calls`` (``itertools.count()``) and provides ``workers`` and ``submit``."""
+
+    _handles: itertools.count
+    _calls: itertools.count
+
+    def env(self, max_steps: int, **env_kwargs: Any) -> RemoteEnv:
+        """A new environment handle; its environment is built in a worker at the first reset, as
+        ``factory(max_steps=max_steps, **env_kwargs)``."""
+        handle = next(self._handles)
+        return RemoteEnv(self, handle % self.workers, handle, {"max_steps": max_steps, **env_kwargs})
+
+    def call(self, function: Callable[..., Any], *args: Any):
+        """Run ``function(*args)`` in a worker (round robin); the reply is read when asked for."""
+        return self.submit(next(self._calls) % self.workers, "call", -1, (function, args))
+
+
+class EnvPool(HandOut):
     """``workers`` processes, each building environments with ``factory(**env_kwargs)`` (a picklable
     callable; the keyword arguments are given per environment by :meth:`env`)."""
 
@@ -133,16 +152,6 @@ class EnvPool:
     @property
     def workers(self) -> int:
         return len(self._conns)
-
-    def env(self, max_steps: int, **env_kwargs: Any) -> RemoteEnv:
-        """A new environment handle; its environment is built in a worker at the first reset, as
-        ``factory(max_steps=max_steps, **env_kwargs)``."""
-        handle = next(self._handles)
-        return RemoteEnv(self, handle % self.workers, handle, {"max_steps": max_steps, **env_kwargs})
-
-    def call(self, function: Callable[..., Any], *args: Any) -> Reply:
-        """Run ``function(*args)`` in a worker (round robin); the reply is read when asked for."""
-        return self.submit(next(self._calls) % self.workers, "call", -1, (function, args))
 
     def submit(self, worker: int, op: str, handle: int, argument: Any) -> Reply:
         if self.closed:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edge.envs.base import TextEnv
-from edge.envs.parallel import RemoteEnv, WorkerError, answer
+from edge.envs.parallel import HandOut, WorkerError, answer
 
 
 class EnvHost:
@@ -70,7 +70,7 @@ class RayReply:
         return value
 
 
-class RayEnvPool:
+class RayEnvPool(HandOut):
     """``actors`` Ray actors, each reserving ``cpus`` CPUs, spread over the cluster's nodes, each building
     environments with ``factory(**env_kwargs)`` (a picklable callable importable on every node).
     ``env_vars`` are set in the actors before anything else runs (Ray workers do not inherit this
@@ -95,15 +95,6 @@ class RayEnvPool:
     @property
     def workers(self) -> int:
         return len(self._actors)
-
-    def env(self, max_steps: int, **env_kwargs: Any) -> RemoteEnv:
-        """A new environment handle; its environment is built in an actor at the first reset."""
-        handle = next(self._handles)
-        return RemoteEnv(self, handle % self.workers, handle, {"max_steps": max_steps, **env_kwargs})
-
-    def call(self, function: Callable[..., Any], *args: Any) -> RayReply:
-        """Run ``function(*args)`` in an actor (round robin); the reply is read when asked for."""
-        return self.submit(next(self._calls) % self.workers, "call", -1, (function, args))
 
     def submit(self, worker: int, op: str, handle: int, argument: Any) -> RayReply:
         if self.closed:
