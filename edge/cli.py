@@ -170,6 +170,7 @@ def train_cmd(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from edge.pipeline import format_round, run_pipeline
+    from edge.train import Run
 
     overrides = list(set_ or []) + argument_overrides(method, env, rounds, seed, run_name)
     cfg = _params(params, overrides)
@@ -187,9 +188,11 @@ def train_cmd(
 
         try:
             if prefect:
-                # The flow itself, in-process (Prefect's ephemeral server): every stage a task run.
+                # The flow itself, in-process (Prefect's ephemeral server): every stage a task run. User
+                # errors are refused first, so they do not become a failed flow run with a traceback.
                 from flows.edge_training import edge_training
 
+                Run.check(cfg)
                 progress.stop()
                 result = edge_training(params_path=str(params), overrides=overrides, track=track)
             else:

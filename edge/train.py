@@ -187,13 +187,11 @@ class Run:
 
         return retrieve
 
-    @classmethod
-    def open(cls, params: EdgeParams) -> Run:
-        """Validate, then create or reopen the run folder and hold its lock until ``close()``.
-
-        Nothing is created before the parameters, the environment and the starting checkpoint have been
-        checked, so a corrected command starts clean. The folder's ``params.json`` is the run's identity:
-        a different one is refused, a missing one is refused once the run has results."""
+    @staticmethod
+    def check(params: EdgeParams) -> None:
+        """Refuse, before anything is created, a run whose environment, oracle or starting checkpoint is
+        not there. ``open`` calls it; the CLI calls it before starting Prefect, so a user error is one
+        line instead of a failed flow run with Prefect's traceback."""
         cfg = params.train
         settings = method_settings(params)
         if cfg.env not in env_names():
@@ -216,7 +214,16 @@ class Run:
                 raise FileNotFoundError(f"train.base_checkpoint: {base} does not exist: run `edge warmup` first "
                                         "(or set train.base_checkpoint: null)")
             verify_folder(base)
-        folder = Path(cfg.runs_dir) / run_folder_name(params)
+
+    @classmethod
+    def open(cls, params: EdgeParams) -> Run:
+        """Validate (``check``), then create or reopen the run folder and hold its lock until ``close()``.
+
+        Nothing is created before the parameters, the environment and the starting checkpoint have been
+        checked, so a corrected command starts clean. The folder's ``params.json`` is the run's identity:
+        a different one is refused, a missing one is refused once the run has results."""
+        cls.check(params)
+        folder = Path(params.train.runs_dir) / run_folder_name(params)
         folder.mkdir(parents=True, exist_ok=True)
         acquire_run_lock(folder)
         run = cls(params, folder, _locked=True)

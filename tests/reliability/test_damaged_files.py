@@ -200,3 +200,12 @@ def test_an_override_that_is_not_yaml_is_one_line(capsys):
     one_line_error(code, err, "grpo.lr=[")
     code, err = cli(["train", "--params", str(ROOT / "params.yaml"), "--set", "grpo.lr=abc", "--dry-run"], capsys)
     one_line_error(code, err, "grpo.lr", "abc")
+
+
+def test_a_missing_checkpoint_under_prefect_is_one_line_before_any_flow_run(tmp_path, capsys):
+    """The run's inputs are checked before Prefect starts: no failed flow run, no traceback, no folder."""
+    code, err = cli(["train", "--prefect", "--params", str(ROOT / "params.yaml"), "--rounds", "1",
+                     "--set", f"train.base_checkpoint={tmp_path / 'missing'}",
+                     "--set", f"train.runs_dir={tmp_path / 'runs'}"], capsys)
+    one_line_error(code, err, "train.base_checkpoint", "does not exist")
+    assert "Flow run" not in err and not (tmp_path / "runs").exists()
