@@ -258,8 +258,10 @@ class Run:
             previous = type(self.params).model_validate(read_json(saved)).model_dump(mode="json")
         except ValueError as err:
             raise IntegrityError(f"{saved}: not this version's parameters ({str(err).splitlines()[0]})") from None
-        # More (or fewer) rounds extends (or stops early) the same run; anything else is another run.
-        previous["train"]["rounds"] = current["train"]["rounds"]
+        # More (or fewer) rounds extends (or stops early) the same run, and a folder moved elsewhere (another
+        # train.runs_dir) is still the same run; anything else is another run.
+        for name in ("rounds", "runs_dir"):
+            previous["train"][name] = current["train"][name]
         if previous == current:
             return
         if not self._has_results():  # a start that failed before any stage: the corrected command takes over

@@ -31,8 +31,7 @@ def finished(tmp_path_factory):
 
 @pytest.fixture
 def run_copy(finished):
-    """The runs folder holding the finished run, for a test to damage; made whole again afterwards (the
-    run's folder is part of its parameters, so the copy must stay where the run was made)."""
+    """The runs folder holding the finished run, for a test to damage; made whole again afterwards."""
     yield finished / "runs"
     shutil.rmtree(finished / "runs" / "run")
     shutil.copytree(finished / "pristine", finished / "runs" / "run")
@@ -133,6 +132,21 @@ def test_an_edited_params_json_is_refused(run_copy):
     saved.write_text(json.dumps(params))
     with pytest.raises(IntegrityError, match=r"params\.json: (content differs|\d+ bytes, the manifest recorded)"):
         Run.open(tiny_params(run_copy, "run", grpo={"lr": 0.5}))
+
+
+def test_a_moved_run_folder_resumes_as_if_it_had_not_moved(finished, run_copy, tmp_path):
+    """train.runs_dir is where the folder lives, not what the run computed: a run moved elsewhere (an
+    absolute runs_dir) resumes, and its next round is the one it would have made where it was."""
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(finished / "pristine", moved / "run")
+    resume(moved)
+    resume(run_copy)
+
+    def round_2(runs):
+        files = json.loads((runs / "run" / "round_002" / "manifest.json").read_text())["files"]
+        return {name: f["sha256"] for name, f in files.items() if name in ("rollouts.parquet", "scores.json")}
+
+    assert len(round_2(moved)) == 2 and round_2(moved) == round_2(run_copy)
 
 
 def test_a_corrupt_json_record_names_its_file(run_copy):
