@@ -1,5 +1,5 @@
 """Internalization on the oracle control: which distillation options make the plain policy keep what
-perfect guidance teaches (issue 14).
+perfect guidance teaches (issue 14); and whether the best of them also helps EDGE with its own bank.
 
 Every configuration is `edge-oracle-bank` (every task retrieves the environment's true advice, so the
 guidance is known to help) at the default budget with some options changed; each runs in its own
@@ -7,6 +7,8 @@ folder from the per-seed warm starts the learning benchmark uses, and is evaluat
 last round, on the same 400 `household` test_seen tasks and streams as the benchmark's runs. So each
 configuration is compared, seed by seed and task by task, with the benchmark's GRPO run and its
 default oracle control (`--reference-runs`, default benchmarks/runs) without running those again.
+Configurations named ``e…`` are ``edge`` (the learned bank) instead, compared with the benchmark's
+default EDGE run (e0 is that run).
 With `--budget 2` (the longer view) GRPO and the default oracle control run again, at twice the rounds.
 
     .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2]
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 from pathlib import Path
 from statistics import fmean
 
@@ -37,10 +41,11 @@ from edge.benchmarking.learning import (
 ROOT = Path("benchmarks/sweep/internalization")
 BASES = Path("benchmarks/sweep/bases")
 OUT = Path("benchmarks/results")
-METHOD = "edge-oracle-bank"
+ORACLE = "edge-oracle-bank"
 SPLIT = "test_seen"
 
-# name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices).
+# name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
+# o… configurations are the oracle control, the e… ones EDGE with its own bank.
 CONFIGS = {
     "o0": ("the spec: plain states of credited groups, weight c(x); current teacher", []),
     "o1": ("plain states of every group that retrieved, weight 1",
@@ -63,7 +68,23 @@ CONFIGS = {
            ["distill.gate=retrieved", "distill.normalize=separate"]),
     "o10": ("o3 with the terms normalised separately",
             ["distill.gate=retrieved", "distill.states=both", "distill.normalize=separate"]),
+    "o11": ("the conditioned members' PG only in groups where the advice helped (Delta > 0)",
+            ["bank.conditioned_pg=helpful"]),
+    "o12": ("o6, distilled on the conditioned members' states too (credited groups, weight c(x))",
+            ["bank.conditioned_pg=own-and-plain", "distill.states=both"]),
+    "e0": ("EDGE with its own bank: the defaults", []),
+    "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
+           ["bank.conditioned_pg=own-and-plain"]),
 }
+
+
+def method_of(name: str) -> str:
+    return "edge" if name.startswith("e") else ORACLE
+
+
+def default_of(name: str) -> str:
+    """The configuration whose runs are the learning benchmark's own (read from the reference runs)."""
+    return "e0" if name.startswith("e") else "o0"
 
 
 def bench_config(name: str, methods: list[str], seeds: list[int], budget: float, jobs: int) -> LearningBenchConfig:
@@ -84,24 +105,28 @@ def per_round(run: dict) -> list[dict]:
 
 
 def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_runs: Path) -> dict:
-    if budget == 1 and name == "o0":  # the benchmark's own oracle control is this configuration
-        oracle = {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
+    method, default_name = method_of(name), default_of(name)
+
+    def reference(m: str) -> dict:
+        return {s: read_run(reference_runs / run_name("household", m, s), [SPLIT]) for s in seeds}
+
+    if budget == 1 and name == default_name:  # the benchmark's own run of the method is this configuration
+        ours = reference(method)
     else:
         # The longer view's reference folder (o0) also holds its GRPO runs.
-        methods = ["grpo", METHOD] if budget != 1 and name == "o0" else [METHOD]
+        methods = ["grpo", method] if budget != 1 and name == "o0" else [method]
         cfg = bench_config(name, methods, seeds, budget, jobs)
         report = run_benchmark(cfg, command=f"benchmarks/internalization_sweep.py --only {name}", track=False)
-        oracle = {int(s): r for s, r in report["runs"]["household"][METHOD].items()}
+        ours = {int(s): r for s, r in report["runs"]["household"][method].items()}
     if budget == 1:
-        grpo = {s: read_run(reference_runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
-        default = oracle if name == "o0" else {s: read_run(reference_runs / run_name("household", METHOD, s), [SPLIT])
-                                               for s in seeds}
+        grpo = reference("grpo")
+        default = ours if name == default_name else reference(method)
     else:
         runs = ROOT / f"o0-x{budget:g}"
         grpo = {s: read_run(runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
-        default = {s: read_run(runs / run_name("household", METHOD, s), [SPLIT]) for s in seeds}
-    cfg = LearningBenchConfig(envs=["household"], methods=["grpo", METHOD], seeds=seeds, splits=[SPLIT])
-    entry = summarise({"household": {"grpo": grpo, METHOD: oracle}}, cfg)["household"][METHOD][SPLIT]
+        default = {s: read_run(runs / run_name("household", method, s), [SPLIT]) for s in seeds}
+    cfg = LearningBenchConfig(envs=["household"], methods=["grpo", method], seeds=seeds, splits=[SPLIT])
+    entry = summarise({"household": {"grpo": grpo, method: ours}}, cfg)["household"][method][SPLIT]
 
     def plain(runs, s):
         return runs[s]["final"][f"{SPLIT}_plain"]
@@ -111,16 +136,29 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
 
     return {
         "asks": CONFIGS[name][0], "overrides": CONFIGS[name][1], "budget": budget, "seeds": seeds,
-        "plain": {s: plain(oracle, s) for s in seeds},
-        "with_advice": {s: oracle[s]["final"][f"{SPLIT}_with_bank"] for s in seeds},
-        "retention": {s: oracle[s]["final"][f"{SPLIT}_retention"] for s in seeds},
+        "method": method, "plain": {s: plain(ours, s) for s in seeds},
+        "with_advice": {s: ours[s]["final"][f"{SPLIT}_with_bank"] for s in seeds},
+        "retention": {s: ours[s]["final"][f"{SPLIT}_retention"] for s in seeds},
         "grpo": {s: plain(grpo, s) for s in seeds},
         "minus_grpo": entry["minus_grpo"], "with_advice_minus_plain": entry["with_bank_minus_plain"],
-        "minus_default": paired_difference([plain(oracle, s) for s in seeds], [plain(default, s) for s in seeds],
-                                           seeds, [(tasks(oracle, s), tasks(default, s)) for s in seeds]),
-        "rounds": {s: per_round(oracle[s]) for s in seeds},
-        "run_minutes": fmean(r["run_seconds"] for r in oracle.values() if r["run_seconds"]) / 60,
+        "minus_default": paired_difference([plain(ours, s) for s in seeds], [plain(default, s) for s in seeds],
+                                           seeds, [(tasks(ours, s), tasks(default, s)) for s in seeds]),
+        "rounds": {s: per_round(ours[s]) for s in seeds},
+        "run_minutes": fmean(r["run_seconds"] for r in ours.values() if r["run_seconds"]) / 60,
+        "machine": machine(),
     }
+
+
+def machine() -> str:
+    """Where the runs were made: results differ between CPUs (float kernels), so rows from different
+    machines are not paired."""
+    model = ""
+    if Path("/proc/cpuinfo").exists():
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "")
+        if " avx512f" in Path("/proc/cpuinfo").read_text():
+            model += " with AVX-512"
+    return f"{platform.machine()} {model}".strip() + f", {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def key(name: str, budget: float) -> str:
@@ -134,7 +172,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=1.0, help="multiplies the rounds (2: the longer view)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
-                        help="the learning benchmark's runs (GRPO and the default oracle control at budget 1)")
+                        help="the learning benchmark's runs (GRPO, the default oracle control and default EDGE)")
     args = parser.parse_args()
     seeds = args.seed or [0, 1]
     previous = OUT / "internalization.json"
@@ -160,14 +198,18 @@ def _per_seed(e: dict) -> str:
 def write(rows: dict) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "internalization.json").write_text(json.dumps(rows, indent=2) + "\n")
+    machines = sorted({r.get("machine", "not recorded") for r in rows.values()})
     lines = ["# Internalization on the oracle control (household, test_seen)", "",
-             "`edge-oracle-bank` with distillation options changed, at the default budget (`-x2`: twice the rounds), "
-             "from each seed's own warm start; 400 evaluation episodes after the last round, on the same tasks and "
-             "streams as GRPO's and the default oracle control's runs of the learning benchmark. Differences are in "
-             "points: the mean over seeds with its 95% Student-t interval, then per seed with the interval paired by "
-             "task. Command: `.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
+             "`edge-oracle-bank` (o…) with distillation options changed, and EDGE with its own bank (e…), at the "
+             "default budget (`-x2`: twice the rounds), from each seed's own warm start; 400 evaluation episodes "
+             "after the last round, on the same tasks and streams as GRPO's and the default runs of the learning "
+             "benchmark. Differences are in points: the mean over seeds with its 95% Student-t interval, then per "
+             "seed with the interval paired by task; \"− default\" is against o0 for o…, e0 for e…. \"With advice\" "
+             "is the oracle's advice for o…, the run's own final bank for e…. Command: "
+             "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
+             "Machine: " + "; ".join(machines) + ".", "",
              "| config | what it asks | seeds | plain | with advice | retention | plain − GRPO | per seed | "
-             "plain − o0 | with advice − plain | min / run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "plain − default | with advice − plain | min / run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         retention = [v for v in r["retention"].values() if v is not None]
         lines.append(
