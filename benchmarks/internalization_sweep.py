@@ -72,6 +72,8 @@ CONFIGS = {
             ["bank.conditioned_pg=helpful"]),
     "o12": ("o6, distilled on the conditioned members' states too (credited groups, weight c(x))",
             ["bank.conditioned_pg=own-and-plain", "distill.states=both"]),
+    "o13": ("o6, the scaffold withdrawn as the plain members catch up (rho 0.5 down to 0.25)",
+            ["bank.conditioned_pg=own-and-plain", "bank.rho_schedule=withdraw"]),
     "e0": ("EDGE with its own bank: the defaults", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ConfigError(ValueError):
@@ -242,6 +242,16 @@ class BankConfig(_Section):
     (~6-7 ms fixed cost a query; add a vector index for very large banks)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
+    rho_schedule: Literal["constant", "withdraw"] = "constant"
+    """``constant``: ``rho`` every round (the spec). ``withdraw``: the scaffold is withdrawn as the plain
+    policy catches up, as Skill0 withdraws skill context by curriculum: round k conditions
+    rho_k = rho_min + (rho - rho_min) * min(1, L / L_first) of each group, where L is the scaffold's lead in
+    the last round whose groups retrieved (the share of the conditioned members' success the plain members
+    had not reached: max(q - p, 0) / q) and L_first that of the first such round
+    (``edge.algorithms.contribution.scheduled_rho``)."""
+    rho_min: float = Field(0.25, ge=0, le=1)
+    """``rho_schedule: withdraw``: the share still conditioned once the plain members have caught up (kept
+    above 0 so that Delta, the credit and the distillation gate stay measured)."""
     conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
     """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
     spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they
@@ -283,6 +293,13 @@ class BankConfig(_Section):
     lm_model: str = "local"
     """LM synthesizer: model name at the endpoint, or a local Hugging Face folder when no endpoint."""
     prune: PruneConfig = Field(default_factory=PruneConfig)
+
+    @model_validator(mode="after")
+    def _withdraw_down_to_less(self) -> BankConfig:
+        if self.rho_schedule == "withdraw" and self.rho_min > self.rho:
+            raise ValueError(f"rho_min ({self.rho_min}) must not exceed rho ({self.rho}): the schedule withdraws "
+                             "the scaffold from rho down to rho_min")
+        return self
 
 
 class DistillConfig(_Section):

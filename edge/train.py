@@ -38,6 +38,8 @@ from edge.algorithms.contribution import (
     GroupContribution,
     conditioned_pg_filter,
     group_contributions,
+    scaffold_lead,
+    scheduled_rho,
     summary,
     with_credit_rule,
 )
@@ -331,6 +333,16 @@ class Run:
 
 
 # ----- stages --------------------------------------------------------------------------------
+def conditioned_share(run: Run, k: int) -> float:
+    """rho for round k: the method's, or withdrawn by ``bank.rho_schedule`` as the plain members catch
+    up with the conditioned ones in rounds 0..k-1 (read from their sealed ``scores.json``)."""
+    cfg = run.params.bank
+    if cfg.rho_schedule == "constant" or run.settings.rho == 0:
+        return run.settings.rho
+    leads = [scaffold_lead(run.read_json(j, "scores.json")["groups"]) for j in range(k)]
+    return scheduled_rho(run.settings.rho, cfg.rho_min, leads)
+
+
 def collect_stage(run: Run, k: int) -> Path:
     out = run.round_dir(k) / "rollouts.parquet"
     if run.sealed(k, "collect"):
@@ -339,12 +351,15 @@ def collect_stage(run: Run, k: int) -> Path:
     policy, _ = run.policy_for(k)
     cfg = run.params.rollout
     tasks = run.round_tasks(k)
-    experiences, conditioned = None, 0
+    experiences, conditioned, schedule = None, 0, {}
     retrieval_started = time.perf_counter()
     if run.settings.use_bank:
         stream = stage_seed(run.params.seed, k, "collect")
         experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
-        conditioned = round(run.settings.rho * cfg.group_size)
+        rho = conditioned_share(run, k)
+        conditioned = round(rho * cfg.group_size)
+        if run.params.bank.rho_schedule != "constant":
+            schedule["rho"] = rho
     retrieval_seconds = time.perf_counter() - retrieval_started
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
@@ -352,7 +367,7 @@ def collect_stage(run: Run, k: int) -> Path:
                            max_steps=cfg.max_steps)
     # Timings go to disk before the completion marker, so a resumed run still reports them.
     write_json(run.round_dir(k) / "collect.json", {"collect_seconds": time.perf_counter() - started,
-                                                  "retrieval_seconds": retrieval_seconds})
+                                                  "retrieval_seconds": retrieval_seconds} | schedule)
     write_rollouts(trajectories, out)
     counts = {"rows": sum(len(t.steps) for t in trajectories), "trajectories": len(trajectories),
               "groups": len({t.group_id for t in trajectories})}

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from edge.algorithms.contribution import conditioned_pg_filter, group_contributions
+from edge.algorithms.contribution import conditioned_pg_filter, group_contributions, scaffold_lead, scheduled_rho
 from edge.algorithms.distill import (
     advice_shift,
     attach,
@@ -18,6 +18,7 @@ from edge.algorithms.distill import (
 )
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import parse_params
+from edge.rollout import read_rollouts
 from edge.train import train
 from tests.test_paired_evaluation import ADVICE, control_params, tiny_actor, toy_groups
 
@@ -214,3 +215,43 @@ def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillat
     grpo_one = run(grpo_samples(trajectories)[0], None, None)
     separate_one = run(edge_samples(), make_distill_loss(0.0, "exact"), carries)
     assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(grpo_one, separate_one))
+
+
+def test_the_scaffolds_lead_and_the_withdrawn_share():
+    group = {"success_conditioned": 0.75, "success_plain": 0.25}
+    assert scaffold_lead([group, {"success_conditioned": 0.25, "success_plain": 0.25}]) == pytest.approx(0.5)
+    assert scaffold_lead([{"success_conditioned": 0.0, "success_plain": 0.5}]) is None  # no conditioned success
+    assert scaffold_lead([]) is None  # nothing retrieved
+    assert scaffold_lead([{"success_conditioned": 0.5, "success_plain": 0.75}]) == 0.0  # plain ahead: no lead
+    # Not measured yet, or no lead to start from: the full share.
+    assert scheduled_rho(0.5, 0.25, [None, None]) == 0.5
+    assert scheduled_rho(0.5, 0.25, [0.0, 0.4]) == 0.5
+    # The lead halved since the first measured round: half way down to rho_min; caught up: rho_min.
+    assert scheduled_rho(0.5, 0.25, [None, 0.8, 0.6, 0.4]) == pytest.approx(0.375)
+    assert scheduled_rho(0.5, 0.25, [0.8, 0.0]) == pytest.approx(0.25)
+    assert scheduled_rho(0.5, 0.25, [0.4, 0.9]) == 0.5  # never above rho
+
+
+def test_rho_min_above_rho_is_refused_naming_the_field(tmp_path):
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    raw["bank"] |= {"rho_schedule": "withdraw", "rho": 0.25, "rho_min": 0.5}
+    with pytest.raises(ValueError, match=r"rho_min \(0\.5\) must not exceed rho \(0\.25\)"):
+        parse_params(raw)
+
+
+def test_the_withdrawal_schedule_sets_each_rounds_conditioned_members(tmp_path, monkeypatch):
+    seen = []
+
+    def schedule(rho, rho_min, leads):
+        seen.append(len(leads))
+        return 0.75 if leads else rho
+
+    monkeypatch.setattr("edge.train.scheduled_rho", schedule)
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    raw["bank"] |= {"rho_schedule": "withdraw", "rho_min": 0.25}
+    run = train(parse_params(raw))
+    assert seen == [0, 1]  # round k reads the leads of rounds 0..k-1
+    for k, members in [(0, 2), (1, 3)]:
+        assert json.loads((run.round_dir(k) / "collect.json").read_text())["rho"] == [0.5, 0.75][k]
+        for t in read_rollouts(run.round_dir(k) / "rollouts.parquet"):
+            assert t.conditioned == (t.member < members)

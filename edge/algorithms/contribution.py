@@ -113,6 +113,27 @@ def summary(contributions: list[GroupContribution], n_groups: int) -> dict[str, 
     }
 
 
+def scaffold_lead(groups: list[dict]) -> float | None:
+    """The scaffold's lead in one round: the share of the conditioned members' mean success that the
+    plain members' did not reach, max(q - p, 0) / q, over the groups that retrieved (``scores.json``'s
+    ``groups``); None where no group retrieved or no conditioned member succeeded."""
+    if not groups:
+        return None
+    q = sum(g["success_conditioned"] for g in groups) / len(groups)
+    p = sum(g["success_plain"] for g in groups) / len(groups)
+    return max(q - p, 0.0) / q if q > 0 else None
+
+
+def scheduled_rho(rho: float, rho_min: float, leads: list[float | None]) -> float:
+    """``bank.rho_schedule: withdraw``: rho_min + (rho - rho_min) * min(1, L_last / L_first), where the leads
+    are those of the rounds so far (``scaffold_lead``; None where not measured). Until a lead has been
+    measured, or if the first was 0, the scaffold stays at rho."""
+    measured = [lead for lead in leads if lead is not None]
+    if not measured or measured[0] <= 0:
+        return rho
+    return rho_min + (rho - rho_min) * min(1.0, measured[-1] / measured[0])
+
+
 def conditioned_pg_filter(samples: list, trajectories: list[Trajectory], contributions: list[GroupContribution],
                           which: str) -> list:
     """The policy-gradient samples kept under ``bank.conditioned_pg``: ``all``; ``helpful``, a
