@@ -198,10 +198,13 @@ def _per_seed(e: dict) -> str:
 
 
 def write(rows: dict) -> None:
+    # In the order CONFIGS lists them, whatever order they were measured in; a longer view after its base.
+    order = list(CONFIGS)
+    rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0].split("-x")[0]), kv[0])))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "internalization.json").write_text(json.dumps(rows, indent=2) + "\n")
     machines = sorted({r.get("machine", "not recorded") for r in rows.values()})
-    lines = ["# Internalization on the oracle control (household, test_seen)", "",
+    lines = ["# Internalization on the oracle control, and EDGE with its own bank (household, test_seen)", "",
              "`edge-oracle-bank` (o…) with distillation options changed, and EDGE with its own bank (e…), at the "
              "default budget (`-x2`: twice the rounds), from each seed's own warm start; 400 evaluation episodes "
              "after the last round, on the same tasks and streams as GRPO's and the default runs of the learning "
