@@ -154,11 +154,11 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
 def machine() -> str:
     """Where the runs were made: results differ between CPUs (float kernels), so rows from different
     machines are not paired."""
-    model = ""
-    if Path("/proc/cpuinfo").exists():
-        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                      if line.startswith("model name")), "")
-        if " avx512f" in Path("/proc/cpuinfo").read_text():
+    model, cpuinfo = "", Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        text = cpuinfo.read_text()
+        model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
+        if " avx512f" in text:
             model += " with AVX-512"
     return f"{platform.machine()} {model}".strip() + f", {os.cpu_count()} cores, Python {platform.python_version()}"
 

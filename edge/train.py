@@ -337,7 +337,7 @@ def conditioned_share(run: Run, k: int) -> float:
     """rho for round k: the method's, or withdrawn by ``bank.rho_schedule`` as the plain members catch
     up with the conditioned ones in rounds 0..k-1 (read from their sealed ``scores.json``)."""
     cfg = run.params.bank
-    if cfg.rho_schedule == "constant" or run.settings.rho == 0:
+    if cfg.rho_schedule == "constant":
         return run.settings.rho
     leads = [scaffold_lead(run.read_json(j, "scores.json")["groups"]) for j in range(k)]
     return scheduled_rho(run.settings.rho, cfg.rho_min, leads)
@@ -351,16 +351,16 @@ def collect_stage(run: Run, k: int) -> Path:
     policy, _ = run.policy_for(k)
     cfg = run.params.rollout
     tasks = run.round_tasks(k)
-    experiences, conditioned, schedule = None, 0, {}
-    retrieval_started = time.perf_counter()
+    experiences, conditioned, schedule, retrieval_seconds = None, 0, {}, 0.0
     if run.settings.use_bank:
-        stream = stage_seed(run.params.seed, k, "collect")
-        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
-        rho = conditioned_share(run, k)
+        rho = conditioned_share(run, k)  # before the retrieval clock: it reads earlier rounds' scores
         conditioned = round(rho * cfg.group_size)
         if run.params.bank.rho_schedule != "constant":
             schedule["rho"] = rho
-    retrieval_seconds = time.perf_counter() - retrieval_started
+        retrieval_started = time.perf_counter()
+        stream = stage_seed(run.params.seed, k, "collect")
+        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
+        retrieval_seconds = time.perf_counter() - retrieval_started
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
