@@ -81,6 +81,10 @@ CONFIGS = {
     "e0": ("EDGE with its own bank: the defaults", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
+    "e7": ("EDGE with its own bank, the block in the episode's order (find, then transform)",
+           ["bank.block_order=episode"]),
+    "e8": ("e7 with evidence accumulated over rounds, revisions, and an object's places for every task type",
+           ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge"]),
 }
 
 

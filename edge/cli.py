@@ -343,7 +343,7 @@ def eval_cmd(
 
 def _bank_retriever(folder: Path, cfg):
     from edge.bank.embedder import make_embedder
-    from edge.bank.retrieval import retrieve_experience
+    from edge.bank.retrieval import retrieve_for_task
     from edge.bank.store import open_recorded
     from edge.rollout import Experience
 
@@ -356,9 +356,7 @@ def _bank_retriever(folder: Path, cfg):
     typer.echo(f"bank: {folder}, version {version} (after round {round_index})", err=True)
 
     def experience_for(task):
-        b = cfg.bank
-        found = retrieve_experience(store, task.instruction, task.task_type, b.top_k, b.similarity_threshold,
-                                    b.key_must_match, b.max_chars)
+        found = retrieve_for_task(store, task, cfg.bank)
         return Experience(*found) if found else None
 
     return experience_for

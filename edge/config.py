@@ -232,6 +232,12 @@ class BankConfig(_Section):
     key_must_match: bool = True
     """Retrieve an entry only if the words of its key (its subject) all occur in the task's
     instruction; embeddings alone confuse associated subjects (pillow / bed)."""
+    block_order: Literal["similarity", "episode"] = "similarity"
+    """How the retrieved entries are listed in the experience block: ``similarity``, best first (the
+    spec); ``episode``, in the order an episode needs them, as the environment's knowledge stages them
+    (``Knowledge.guidance_stage``: where to find the object before how to transform it). Which entries
+    are retrieved does not change. A small policy warm-started on the oracle's advice follows a block
+    in the oracle's order much better (benchmarks/results/block_order.md)."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by

@@ -165,11 +165,10 @@ class Run:
         source = self.settings.experience
         if source == "oracle":
             return Experience(experience_block(true_advice(task)), [ORACLE_ENTRY])
-        from edge.bank.retrieval import random_entries, retrieve_experience
+        from edge.bank.retrieval import random_entries, retrieve_for_task
 
         cfg = self.params.bank
-        found = retrieve_experience(self.bank(), task.instruction, task.task_type, cfg.top_k,
-                                    cfg.similarity_threshold, cfg.key_must_match, cfg.max_chars)
+        found = retrieve_for_task(self.bank(), task, cfg)
         if found and source == "random":
             found = random_entries(self.bank(), len(found[1]), random.Random(episode_seed(stream, task.task_id, 0)),
                                    cfg.max_chars)
@@ -180,11 +179,10 @@ class Run:
         cfg = self.params.bank
         if not (self.settings.use_bank and self.settings.experience == "bank" and cfg.per_step):
             return None
-        from edge.bank.retrieval import retrieve_experience
+        from edge.bank.retrieval import retrieve_for_task
 
         def retrieve(task: Task, observation: str) -> Experience | None:
-            found = retrieve_experience(self.bank(), f"{task.instruction} {observation}", task.task_type,
-                                        cfg.top_k, cfg.similarity_threshold, cfg.key_must_match, cfg.max_chars)
+            found = retrieve_for_task(self.bank(), task, cfg, query=f"{task.instruction} {observation}")
             return Experience(*found) if found else None
 
         return retrieve

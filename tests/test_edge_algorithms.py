@@ -201,3 +201,33 @@ def test_credit_rules_weigh_a_group_gap_as_documented():
     assert c.credit == pytest.approx(0.1) and c.delta == -0.25
     with pytest.raises(ValueError, match="bank.credit"):
         credit_of(0.1, "bogus")
+
+
+def test_block_order_episode_lists_the_find_entry_before_the_transform_step(tmp_path):
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.retrieval import retrieve_for_task
+    from edge.bank.store import ExperienceBank
+    from edge.config import BankConfig
+    from edge.envs.household.knowledge import HouseholdKnowledge
+
+    task = next(t for t in generate_tasks("train", 60, seed=4) if t.task_type == "pick_heat_then_place_in_recep")
+    obj, t = task.spec["goal"]["object"], task.task_type
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    # Both entries are keyed by the task's subject, so both are retrieved with the same similarity; ties
+    # keep the table's order, so the similarity order puts the transform step, written first, first.
+    bank.add([BankEntry(id="g000001", text=f"try : heat the {obj} with the microwave before you put it in place .",
+                        kind="try", task_type=t, signature=f"{t}|{obj}|no_transform", key=obj),
+              BankEntry(id="g000002", text=f"try : look for {obj} in fridge , countertop .", kind="try",
+                        task_type=t, signature=f"{t}|{obj}|not_found", key=obj)])
+    by_similarity = retrieve_for_task(bank, task, BankConfig(embedder="hash", similarity_threshold=-1.0))
+    by_episode = retrieve_for_task(bank, task, BankConfig(embedder="hash", similarity_threshold=-1.0,
+                                                          block_order="episode"))
+    assert sorted(by_similarity[1]) == sorted(by_episode[1]) == ["g000001", "g000002"]  # the same entries
+    assert by_episode[1] == ["g000002", "g000001"]
+    assert by_episode[0].startswith(f"try : look for {obj} in ")
+    assert by_similarity[1] == ["g000001", "g000002"]  # what the option changes: the similarity order differs
+    # The knowledge's stages agree with the oracle's own order, which the warm start learnt to follow.
+    knowledge = HouseholdKnowledge()
+    for task in generate_tasks("train", 60, seed=4):
+        advice = knowledge.oracle_advice(task)
+        assert [knowledge.guidance_stage(a) for a in advice] == sorted(knowledge.guidance_stage(a) for a in advice)

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from edge.bank.entry import BankEntry
 from edge.bank.sanitize import refusal_reason, sanitize_guidance
 from edge.bank.store import ExperienceBank
+from edge.envs.registry import knowledge
 from edge.text import split_words
+
+if TYPE_CHECKING:
+    from edge.config import BankConfig
+    from edge.envs.base import Task
 
 log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
@@ -50,13 +57,16 @@ def prompt_text(entry: BankEntry, max_chars: int | None = None, language: str = 
 
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
                         key_must_match: bool = True, max_chars: int | None = None,
-                        language: str = "ascii") -> tuple[str, list[str]] | None:
+                        language: str = "ascii", stage: Callable[[str], int] | None = None
+                        ) -> tuple[str, list[str]] | None:
     """(experience text, entry ids) for a task, or None when nothing relevant is active.
 
     Active entries of the task's type (or of any type) whose key is similar enough to the instruction,
     best first. With ``key_must_match``, an entry's key words must also occur in the instruction:
     embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed"). Entries
-    whose text the sanitiser refuses are skipped (``prompt_text``); the next candidates take their place."""
+    whose text the sanitiser refuses are skipped (``prompt_text``); the next candidates take their place.
+    ``stage``: the chosen entries are listed in the order of the episode stage it gives each text
+    (``Knowledge.guidance_stage``; ties keep the similarity order); None lists them best first."""
     found = bank.retrieve(instruction, 4 * top_k, threshold, task_type)
     if key_must_match:
         words = set(split_words(instruction))
@@ -70,7 +80,19 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
             shown.append((entry, text))
     if not shown:
         return None
+    if stage is not None:
+        shown.sort(key=lambda pair: stage(pair[1]))  # stable: the same stage keeps the similarity order
     return " ".join(text for _, text in shown), [e.id for e, _ in shown]
+
+
+def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: str | None = None
+                      ) -> tuple[str, list[str]] | None:
+    """``retrieve_experience`` with the ``bank`` section's settings, for ``task`` (training, evaluation
+    and `edge eval` all retrieve through here). ``query``: what is embedded (default the instruction;
+    per-step retrieval adds the observation)."""
+    stage = knowledge(task.env).guidance_stage if cfg.block_order == "episode" else None
+    return retrieve_experience(bank, query or task.instruction, task.task_type, cfg.top_k, cfg.similarity_threshold,
+                               cfg.key_must_match, cfg.max_chars, stage=stage)
 
 
 def random_entries(bank: ExperienceBank, n: int, rng: random.Random, max_chars: int | None = None,

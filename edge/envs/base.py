@@ -146,7 +146,8 @@ class Knowledge:
     contain ("apple", "red"), never an id.
     """
 
-    PARTS = ("read_failure", "evidence", "write_guidance", "oracle_advice", "demonstrators", "guidance_vocabulary")
+    PARTS = ("read_failure", "evidence", "write_guidance", "guidance_stage", "oracle_advice", "demonstrators",
+             "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
     """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
@@ -179,6 +180,12 @@ class Knowledge:
         or "any" for knowledge about the subject or the whole environment (retrieval still needs the
         subject in the instruction). Default: "any" for ``generic_guidance``, else the failure's type."""
         return "any" if text in self.generic_guidance else failure.task_type
+
+    def guidance_stage(self, text: str) -> int:
+        """At which stage of an episode a guidance text applies, 0 first: with ``bank.block_order:
+        episode`` the experience block lists its entries in this order (finding the object before
+        transforming it, as the oracle's advice reads). Default: 0 for all (the similarity order stays)."""
+        return 0
 
     def oracle_advice(self, task: Task) -> list[str]:
         """What an oracle that knows the environment's regularities (not this task's answer) advises,

@@ -175,6 +175,17 @@ class RoomKnowledge(Knowledge):
             return "try", second_object(obj)
         return None  # held it but never placed it: the round shows nothing to contrast with
 
+    def guidance_stage(self, text: str) -> int:
+        """Find the object (0), then transform it or take it to the lamp (1), then the second object (2);
+        the generic advice last (3): the order of ``oracle_advice``, which the warm start learnt to follow."""
+        if text.startswith("try : look for "):
+            return 0
+        if text.startswith("try : after you put one "):
+            return 2
+        if text in self.generic_guidance:
+            return 3
+        return 1
+
     def guidance_vocabulary(self) -> set[str]:
         samples = [find_in("x", ["y", "z"]), transform_first("clean", "x", "y"), take_to_lamp("x"),
                    second_object("x"), avoid_searched_again(), open_closed(), "heat cool clean"]
