@@ -4,8 +4,10 @@ For the base checkpoint and the final checkpoints of a GRPO and an EDGE run of o
 by `edge bench learning`), play the same evaluation tasks three times with the same sampling seed:
 plain, with the oracle's advice (``edge.guidance.true_advice``: where that kind of object usually lies,
 the transformation step; what the warm start taught the policy to follow), and with what the EDGE run's
-final bank retrieves. The last columns repeat the three on the tasks for which the bank retrieves
-anything (elsewhere "bank" is plain).
+final bank retrieves, in the run's own ``bank.block_order`` and in the other order ("bank,
+reordered": similarity <-> episode, the same entries). The last columns repeat them on the tasks for
+which the bank retrieves anything (elsewhere "bank" is plain). ``--edge-runs`` takes the EDGE run from
+another folder (a sweep configuration's) than the GRPO run.
 
     .venv/bin/python benchmarks/advice_probe.py --runs benchmarks/runs --env household --seed 0 --seed 1 --tasks 200
 
@@ -50,10 +52,14 @@ def training_retrieval(edge_run: Path) -> float:
 
 
 def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed: int,
-          bases: Path | None = None) -> list[dict]:
-    edge_run = runs / f"{env}-edge-s{seed}"
-    params = EdgeParams.model_validate(json.loads((edge_run / "params.json").read_text()))
+          bases: Path | None = None, edge_runs: Path | None = None) -> list[dict]:
+    edge_run = (edge_runs or runs) / f"{env}-edge-s{seed}"
+    recorded = json.loads((edge_run / "params.json").read_text())
+    params = EdgeParams.model_validate(recorded)
     run = Run(params, edge_run)  # read where it is now (Run.open would compare the folder it was made in)
+    other = "similarity" if params.bank.block_order == "episode" else "episode"
+    reordered = Run(EdgeParams.model_validate({**recorded, "bank": {**recorded["bank"], "block_order": other}}),
+                    edge_run)
     last = params.train.rounds - 1
     checkpoints = {"base": base_folder(runs, bases or runs, env, seed),
                    "GRPO final": runs / f"{env}-grpo-s{seed}" / f"round_{last:03d}" / "checkpoint",
@@ -64,10 +70,11 @@ def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed
     for name, folder in checkpoints.items():
         actor = Actor(load_policy(params.policy, checkpoint=folder, seed=seed, envs=[env]))
         row = {"policy": name, "tasks": len(tasks), "retrieving_tasks": len(retrieving),
-               "training_groups_retrieving": training_retrieval(edge_run)}
+               "training_groups_retrieving": training_retrieval(edge_run), "block_order": params.bank.block_order,
+               "reordered": other}
         for subset, chosen in (("all", tasks), ("retrieving", retrieving)):
             for condition, advice in (("plain", None), ("oracle", true_advice_experience),
-                                      ("bank", run.experience_for)):
+                                      ("bank", run.experience_for), ("bank_reordered", reordered.experience_for)):
                 row[f"{subset}_{condition}"] = evaluate(actor, chosen, sample_seed, experience_for=advice).success
         rows.append(row)
     return rows
@@ -79,6 +86,9 @@ def main() -> None:
     parser.add_argument("--env", default="household")
     parser.add_argument("--seed", type=int, action="append", help="a benchmark seed whose runs are probed (repeat)")
     parser.add_argument("--bases", type=Path, default=None, help="where the warm starts are (default: --runs)")
+    parser.add_argument("--edge-runs", type=Path, default=None,
+                        help="where the EDGE runs are (default: --runs; GRPO's are always in --runs)")
+    parser.add_argument("--name", default=None, help="results file stem (default advice_probe_<env>)")
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--split", default="test_seen")
     parser.add_argument("--sample-seed", type=int, default=7)
@@ -86,35 +96,40 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the benchmark's runs
     seeds = args.seed or [0]
+    stem = args.name or f"advice_probe_{args.env}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     by_seed = {}
     for seed in seeds:
-        rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases)
+        rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases, args.edge_runs)
         by_seed[seed] = rows
-        out = args.out_dir / f"advice_probe_{args.env}_s{seed}.json"
+        out = args.out_dir / f"{stem}_s{seed}.json"
         out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=2) + "\n")
         table = Table(title=f"Advice probe: {args.env} {args.split}, seed {seed}, {args.tasks} tasks; training "
                             f"groups retrieving {rows[0]['training_groups_retrieving']:.0%}")
-        for col in ("policy", "plain", "oracle advice", "bank", "| retrieving tasks", "plain", "oracle", "bank"):
+        for col in ("policy", "plain", "oracle advice", f"bank ({rows[0]['block_order']})",
+                    f"bank ({rows[0]['reordered']})", "| retrieving tasks", "plain", "oracle", "bank", "reordered"):
             table.add_column(col, justify="right")
         for r in rows:
-            conditions = ("plain", "oracle", "bank")
+            conditions = ("plain", "oracle", "bank", "bank_reordered")
             table.add_row(r["policy"], *(f"{r[f'all_{k}']:.1%}" for k in conditions),
                           str(r["retrieving_tasks"]), *(f"{r[f'retrieving_{k}']:.1%}" for k in conditions))
         Console().print(table)
         print(f"written {out}")
     if len(seeds) > 1:
         summary = lifts(by_seed)
-        out = args.out_dir / f"advice_probe_{args.env}.json"
+        out = args.out_dir / f"{stem}.json"
         out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary,
                                    "by_seed": by_seed}, indent=2) + "\n")
         table = Table(title=f"Advice lift over plain, mean of seeds {seeds} (points)")
-        for col in ("policy", "subset", "oracle lift", "bank lift", "bank / oracle"):
+        for col in ("policy", "subset", "oracle lift", "bank lift", "bank / oracle", "reordered lift",
+                    "reordered / oracle"):
             table.add_column(col, justify="right")
         for row in summary["rows"]:
-            ratio = f"{row['ratio']:.0%}" if row["ratio"] is not None else "-"
+            def share(r):
+                return f"{r:.0%}" if r is not None else "-"
             table.add_row(row["policy"], row["subset"], f"{100 * row['oracle_lift']:+.1f}",
-                          f"{100 * row['bank_lift']:+.1f}", ratio)
+                          f"{100 * row['bank_lift']:+.1f}", share(row["ratio"]),
+                          f"{100 * row['reordered_lift']:+.1f}", share(row["reordered_ratio"]))
         Console().print(table)
         print(f"training groups retrieving: {summary['training_groups_retrieving']:.1%}; written {out}")
 
@@ -128,8 +143,11 @@ def lifts(by_seed: dict[int, list[dict]]) -> dict:
             picked = [next(r for r in rows_ if r["policy"] == policy) for rows_ in by_seed.values()]
             oracle = sum(r[f"{subset}_oracle"] - r[f"{subset}_plain"] for r in picked) / len(picked)
             bank = sum(r[f"{subset}_bank"] - r[f"{subset}_plain"] for r in picked) / len(picked)
+            other = sum(r[f"{subset}_bank_reordered"] - r[f"{subset}_plain"] for r in picked) / len(picked)
             rows.append({"policy": policy, "subset": subset, "oracle_lift": oracle, "bank_lift": bank,
-                         "ratio": bank / oracle if oracle > 0 else None})
+                         "ratio": bank / oracle if oracle > 0 else None, "reordered_lift": other,
+                         "reordered_ratio": other / oracle if oracle > 0 else None,
+                         "block_order": picked[0]["block_order"]})
     retrieving = [rows_[0]["training_groups_retrieving"] for rows_ in by_seed.values()]
     return {"rows": rows, "training_groups_retrieving": sum(retrieving) / len(retrieving)}
 
