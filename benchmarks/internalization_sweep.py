@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 from pathlib import Path
 from statistics import fmean
 
@@ -37,6 +35,7 @@ from edge.benchmarking.learning import (
     run_name,
     summarise,
 )
+from edge.benchmarking.machine import describe_machine
 
 ROOT = Path("benchmarks/sweep/internalization")
 BASES = Path("benchmarks/sweep/bases")
@@ -155,20 +154,8 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
                                            seeds, [(tasks(ours, s), tasks(default, s)) for s in seeds]),
         "rounds": {s: per_round(ours[s]) for s in seeds},
         "run_minutes": fmean(r["run_seconds"] for r in ours.values() if r["run_seconds"]) / 60,
-        "machine": machine(),
+        "machine": describe_machine(),
     }
-
-
-def machine() -> str:
-    """Where the runs were made: results differ between CPUs (float kernels), so rows from different
-    machines are not paired."""
-    model, cpuinfo = "", Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        text = cpuinfo.read_text()
-        model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
-        if " avx512f" in text:
-            model += " with AVX-512"
-    return f"{platform.machine()} {model}".strip() + f", {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def key(name: str, budget: float) -> str:

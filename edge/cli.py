@@ -516,46 +516,26 @@ def serve_cmd(
     default (EDGE), grpo-baseline and the ablations. Then, in another shell:
     PREFECT_API_URL=http://127.0.0.1:4200/api prefect deployment run 'edge-training/default' --param rounds=2"""
     import os
-    import subprocess
-    import sys
-    import time
-    import urllib.request
+
+    from edge.prefect_server import PrefectServerError, running_prefect_server
 
     home = Path(os.environ.get("PREFECT_HOME", Path.cwd() / ".prefect")).resolve()
-    api = f"http://127.0.0.1:{port}/api"
-    env = os.environ | {"PREFECT_HOME": str(home), "PREFECT_API_URL": api,
-                        "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    prefect_bin = Path(sys.executable).with_name("prefect")
-    server = subprocess.Popen([str(prefect_bin), "server", "start", "--host", "127.0.0.1", "--port", str(port),
-                               "--analytics-off"], env=env)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    _fail(f"the Prefect server did not come up on {api}")
-                time.sleep(1)
-        os.environ.update({"PREFECT_HOME": str(home), "PREFECT_API_URL": api})
-        from prefect import serve
+        with running_prefect_server(port, home) as api:
+            os.environ.update({"PREFECT_HOME": str(home), "PREFECT_API_URL": api})
+            from prefect import serve
 
-        from flows.edge_training import DEPLOYMENTS, edge_training
+            from flows.edge_training import DEPLOYMENTS, edge_training
 
-        path = str(params.resolve())
-        deployments = [edge_training.to_deployment(name=name, parameters={"params_path": path, **values},
-                                                   tags=["edge", values["method"]])
-                       for name, values in DEPLOYMENTS.items()]
-        console.print(f"Prefect server: {api[:-4]}  deployments: "
-                      + ", ".join(f"edge-training/{n}" for n in DEPLOYMENTS))
-        serve(*deployments)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            path = str(params.resolve())
+            deployments = [edge_training.to_deployment(name=name, parameters={"params_path": path, **values},
+                                                       tags=["edge", values["method"]])
+                           for name, values in DEPLOYMENTS.items()]
+            console.print(f"Prefect server: {api[:-4]}  deployments: "
+                          + ", ".join(f"edge-training/{n}" for n in DEPLOYMENTS))
+            serve(*deployments)
+    except PrefectServerError as err:
+        _fail(str(err))
 
 
 @data_app.command("prepare")

@@ -9,14 +9,13 @@ import importlib.util
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from edge.ray_cluster import LOOPBACK_CLUSTER_ENV, local_cluster, stop_session
+from edge.ray_cluster import LOOPBACK_CLUSTER_ENV, local_cluster
 
 # Before Ray is imported in this process (importorskip imports it): a loopback-only cluster, no token,
 # no telemetry.
@@ -194,29 +193,13 @@ def test_a_two_run_benchmark_on_ray_gives_the_local_tables(cluster, toy):
 def prefect_server(tmp_path):
     """A Prefect server on 127.0.0.1 for this test (Ray workers report to it; the ephemeral mode would
     start one in every worker), used through temporary settings."""
-    import urllib.request
-
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    port = free_port()
-    env = os.environ | {"PREFECT_HOME": str(tmp_path / "prefect"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port),
-                               "--analytics-off"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    api = f"http://127.0.0.1:{port}/api"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{api}/health", timeout=2):
-                    break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "the Prefect server did not start"
-                time.sleep(0.5)
+    from edge.prefect_server import running_prefect_server
+
+    with running_prefect_server(free_port(), tmp_path / "prefect", timeout=120, quiet=True) as api:
         with temporary_settings(updates={PREFECT_API_URL: api}):
             yield api
-    finally:
-        stop_session(server)
 
 
 def test_the_benchmark_flow_runs_its_runs_on_ray_through_prefect_ray(cluster, toy, prefect_server):

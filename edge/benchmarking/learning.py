@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -39,6 +38,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from statistics import StatisticsError, correlation, fmean, stdev
 
+from edge.benchmarking.machine import describe_machine
 from edge.benchmarking.stats import (
     bootstrap_mean,
     paired_permutation_p,
@@ -617,7 +617,7 @@ def run_benchmark(cfg: LearningBenchConfig, command: str = "edge bench learning"
     started = time.perf_counter()
     rounds = rounds_for(cfg)
     launcher = None
-    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = describe_machine()
     if cfg.ray and not cfg.report_only:
         from edge.benchmarking.on_ray import RayLauncher
 
