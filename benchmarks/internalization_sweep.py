@@ -84,6 +84,10 @@ CONFIGS = {
            ["bank.block_order=episode"]),
     "e8": ("e7 with evidence accumulated over rounds, revisions, and an object's places for every task type",
            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge"]),
+    "e9": ("e7 with the soft credit sigmoid(8 (Delta - 0.25)) (SDAR's gate) instead of max(Delta, 0)",
+           ["bank.block_order=episode", "bank.credit=soft"]),
+    "e10": ("e7 with the entries' accumulated utility as the credit",
+            ["bank.block_order=episode", "bank.credit=utility"]),
 }
 
 
