@@ -28,7 +28,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from edge.config import EdgeParams
+from edge.config import run_params
 from edge.evaluate import evaluate
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy
@@ -55,10 +55,10 @@ def probe(runs: Path, env: str, seed: int, n_tasks: int, split: str, sample_seed
           bases: Path | None = None, edge_runs: Path | None = None) -> list[dict]:
     edge_run = (edge_runs or runs) / f"{env}-edge-s{seed}"
     recorded = json.loads((edge_run / "params.json").read_text())
-    params = EdgeParams.model_validate(recorded)
+    params = run_params(recorded)
     run = Run(params, edge_run)  # read where it is now (Run.open would compare the folder it was made in)
     other = "similarity" if params.bank.block_order == "episode" else "episode"
-    reordered = Run(EdgeParams.model_validate({**recorded, "bank": {**recorded["bank"], "block_order": other}}),
+    reordered = Run(run_params({**recorded, "bank": {**recorded["bank"], "block_order": other}}),
                     edge_run)
     last = params.train.rounds - 1
     checkpoints = {"base": base_folder(runs, bases or runs, env, seed),

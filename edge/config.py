@@ -232,12 +232,13 @@ class BankConfig(_Section):
     key_must_match: bool = True
     """Retrieve an entry only if the words of its key (its subject) all occur in the task's
     instruction; embeddings alone confuse associated subjects (pillow / bed)."""
-    block_order: Literal["similarity", "episode"] = "similarity"
+    block_order: Literal["similarity", "episode"] = "episode"
     """How the retrieved entries are listed in the experience block: ``similarity``, best first (the
     spec); ``episode``, in the order an episode needs them, as the environment's knowledge stages them
     (``Knowledge.guidance_stage``: where to find the object before how to transform it). Which entries
-    are retrieved does not change. A small policy warm-started on the oracle's advice follows a block
-    in the oracle's order much better (benchmarks/results/block_order.md)."""
+    are retrieved does not change. Default ``episode``: the learned bank's advice is worth about half
+    the oracle's to the warm start in that order and nothing in the other (benchmarks/results/block_order.md).
+    Runs made before this field existed listed by similarity (``BEHAVIOUR_BEFORE_FIELD``)."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by
@@ -447,6 +448,28 @@ def argument_overrides(method: str | None = None, env: str | None = None, rounds
     return [f"{key}={value}" for key, value in (("train.method", method), ("train.env", env),
                                                 ("train.rounds", rounds), ("seed", seed),
                                                 ("train.run_name", run_name)) if value is not None]
+
+
+BEHAVIOUR_BEFORE_FIELD: dict[tuple[str, str], Any] = {("bank", "block_order"): "similarity"}
+"""Retrieval fields whose default is not what runs did before the field existed: (section, field) ->
+that old behaviour. A run's ``params.json`` is a full dump of its parameters, so one that lacks such a
+field was written before it existed and ran the old way; ``run_params`` reads it so, and an old EDGE run
+is never taken for (or resumed as) a run with the new default."""
+
+
+def run_params(recorded: dict[str, Any]) -> EdgeParams:
+    """The parameters a run folder's ``params.json`` records. Fields added since it was written take
+    their defaults, except that a run whose policy saw bank entries (``experience: bank``) gets the old
+    behaviour of ``BEHAVIOUR_BEFORE_FIELD``; for the other methods (GRPO, the oracle and random controls)
+    those fields change nothing, so their runs stay the same runs."""
+    params = EdgeParams.model_validate(recorded)
+    if method_settings(params).experience != "bank" or not method_settings(params).use_bank:
+        return params
+    filled = {section: dict(values) if isinstance(values, dict) else values for section, values in recorded.items()}
+    for (section, name), value in BEHAVIOUR_BEFORE_FIELD.items():
+        if isinstance(filled.get(section), dict):
+            filled[section].setdefault(name, value)
+    return EdgeParams.model_validate(filled)
 
 
 def parse_params(raw: dict[str, Any], source: str = "params") -> EdgeParams:

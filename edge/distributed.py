@@ -67,10 +67,10 @@ def worker(run_folder: Path, k: int) -> None:
     from accelerate import Accelerator
 
     from edge.algorithms.grpo import Shard
-    from edge.config import EdgeParams
+    from edge.config import run_params
     from edge.train import Run, update_stage
 
-    params = EdgeParams.model_validate(json.loads((run_folder / "params.json").read_text()))
+    params = run_params(json.loads((run_folder / "params.json").read_text()))
     accelerator = Accelerator(cpu=params.policy.device == "cpu")
     if params.policy.device != "cpu":
         params.policy.device = str(accelerator.device)  # one GPU per worker

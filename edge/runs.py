@@ -38,13 +38,13 @@ def round_stages(stores_bank: bool) -> list[str]:
 
 def run_status(folder: Path) -> RunStatus:
     """The status of one run folder (it must hold the ``params.json`` a run writes first)."""
-    from edge.config import EdgeParams, method_settings
+    from edge.config import method_settings, run_params
 
     folder = Path(folder)
     saved = folder / "params.json"
     if not saved.exists():
         raise ValueError(f"{folder} is not a training run folder (no params.json)")
-    params = EdgeParams.model_validate(read_json(saved))
+    params = run_params(read_json(saved))
     planned = params.train.rounds
     stages = round_stages(method_settings(params).stores_bank)
     done, state = 0, "not started"

@@ -45,7 +45,7 @@ from edge.algorithms.contribution import (
 )
 from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
-from edge.config import EdgeParams, method_settings, run_folder_name
+from edge.config import EdgeParams, method_settings, run_folder_name, run_params
 from edge.envs.base import Task
 from edge.envs.registry import env_names, generate_tasks
 from edge.evaluate import evaluate, retention
@@ -255,7 +255,7 @@ class Run:
             verify(self.folder, "params.json")
         try:
             # Through the schema, so a field added since the run started compares at its default.
-            previous = type(self.params).model_validate(read_json(saved)).model_dump(mode="json")
+            previous = run_params(read_json(saved)).model_dump(mode="json")
         except ValueError as err:
             raise IntegrityError(f"{saved}: not this version's parameters ({str(err).splitlines()[0]})") from None
         # More (or fewer) rounds extends (or stops early) the same run, and a folder moved elsewhere (another

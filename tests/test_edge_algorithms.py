@@ -219,7 +219,8 @@ def test_block_order_episode_lists_the_find_entry_before_the_transform_step(tmp_
                         kind="try", task_type=t, signature=f"{t}|{obj}|no_transform", key=obj),
               BankEntry(id="g000002", text=f"try : look for {obj} in fridge , countertop .", kind="try",
                         task_type=t, signature=f"{t}|{obj}|not_found", key=obj)])
-    by_similarity = retrieve_for_task(bank, task, BankConfig(embedder="hash", similarity_threshold=-1.0))
+    by_similarity = retrieve_for_task(bank, task, BankConfig(embedder="hash", similarity_threshold=-1.0,
+                                                             block_order="similarity"))
     by_episode = retrieve_for_task(bank, task, BankConfig(embedder="hash", similarity_threshold=-1.0,
                                                           block_order="episode"))
     assert sorted(by_similarity[1]) == sorted(by_episode[1]) == ["g000001", "g000002"]  # the same entries
@@ -231,3 +232,23 @@ def test_block_order_episode_lists_the_find_entry_before_the_transform_step(tmp_
     for task in generate_tasks("train", 60, seed=4):
         advice = knowledge.oracle_advice(task)
         assert [knowledge.guidance_stage(a) for a in advice] == sorted(knowledge.guidance_stage(a) for a in advice)
+
+
+def test_a_run_from_before_block_order_existed_is_read_with_the_order_it_used():
+    from edge.config import EdgeParams, run_params
+
+    def recorded(method):
+        dump = EdgeParams.model_validate({"train": {"method": method}}).model_dump(mode="json")
+        del dump["bank"]["block_order"]  # as params.json was written before the field existed
+        return dump
+
+    assert EdgeParams().bank.block_order == "episode"
+    # EDGE's old run listed its entries by similarity: it is not taken for a run with the new default.
+    assert run_params(recorded("edge")).bank.block_order == "similarity"
+    assert run_params(recorded("edge-no-distill")).bank.block_order == "similarity"
+    # The field changes nothing for GRPO and the oracle control: their old runs stay the same runs.
+    for method in ("grpo", "edge-oracle-bank", "edge-random-bank"):
+        assert run_params(recorded(method)).bank.block_order == "episode"
+    # A run written now records the field, and is read as it was written.
+    now = EdgeParams.model_validate({"bank": {"block_order": "similarity"}}).model_dump(mode="json")
+    assert run_params(now).bank.block_order == "similarity"
