@@ -77,7 +77,7 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.coef=3.0"]),
     "o15": ("o6 with lambda_d = 0.3 (a weaker pull, as peers keep RL primary)",
             ["bank.conditioned_pg=own-and-plain", "distill.coef=0.3"]),
-    "e0": ("EDGE with its own bank: the defaults", []),
+    "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
     "e7": ("EDGE with its own bank, the block in the episode's order (find, then transform)",
