@@ -463,7 +463,8 @@ def run_params(recorded: dict[str, Any]) -> EdgeParams:
     behaviour of ``BEHAVIOUR_BEFORE_FIELD``; for the other methods (GRPO, the oracle and random controls)
     those fields change nothing, so their runs stay the same runs."""
     params = EdgeParams.model_validate(recorded)
-    if method_settings(params).experience != "bank" or not method_settings(params).use_bank:
+    settings = method_settings(params)
+    if not settings.use_bank or settings.experience != "bank":
         return params
     filled = {section: dict(values) if isinstance(values, dict) else values for section, values in recorded.items()}
     for (section, name), value in BEHAVIOUR_BEFORE_FIELD.items():
