@@ -208,7 +208,9 @@ def write(rows: dict) -> None:
              "default budget (`-x2`: twice the rounds), from each seed's own warm start; 400 evaluation episodes "
              "after the last round, on the same tasks and streams as GRPO's and the default runs of the learning "
              "benchmark. Differences are in points: the mean over seeds with its 95% Student-t interval, then per "
-             "seed with the interval paired by task; \"− default\" is against o0 for o…, e0 for e…. \"With advice\" "
+             "seed with the interval paired by task; \"− default\" is against o0 for o…, for e… against the "
+             "learning benchmark's EDGE runs when the row was made (session 10's, the e0 row, listed by similarity, "
+             "for e6–e8; from e9 on, the block in episode order, as e7). \"With advice\" "
              "is the oracle's advice for o…, the run's own final bank for e…. Command: "
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
              "Machine: " + "; ".join(machines) + ".", "",
