@@ -124,9 +124,10 @@ def main() -> None:
         for col in ("policy", "subset", "oracle lift", "bank lift", "bank / oracle", "reordered lift",
                     "reordered / oracle"):
             table.add_column(col, justify="right")
+        def share(ratio: float | None) -> str:
+            return f"{ratio:.0%}" if ratio is not None else "-"
+
         for row in summary["rows"]:
-            def share(r):
-                return f"{r:.0%}" if r is not None else "-"
             table.add_row(row["policy"], row["subset"], f"{100 * row['oracle_lift']:+.1f}",
                           f"{100 * row['bank_lift']:+.1f}", share(row["ratio"]),
                           f"{100 * row['reordered_lift']:+.1f}", share(row["reordered_ratio"]))

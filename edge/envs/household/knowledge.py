@@ -32,6 +32,12 @@ ARRIVE = re.compile(r"^(?:you arrive at|you open the) ([a-z]+) \d+")
 
 
 # ----- how guidance reads --------------------------------------------------------------------
+FIND_OPENING = "try : look for "
+"""How a ``find_in`` entry begins (its text is read back by the place list, task type and stage)."""
+SECOND_OPENING = "try : after you put one "
+"""How a ``second_object`` entry begins."""
+
+
 def find_in(obj: str, receptacle_kinds: list[str]) -> str:
     return entry("try", f"look for {obj} in {' , '.join(receptacle_kinds)}")
 
@@ -59,7 +65,7 @@ def open_closed() -> str:
 def advised_receptacle_kinds(advice: list[str]) -> list[str]:
     """Read back the receptacle kinds a ``find_in`` entry names (the advised demonstrator's plan)."""
     for text in advice:
-        if text.startswith("try : look for "):
+        if text.startswith(FIND_OPENING):
             _, _, kinds = text[:-2].partition(" in ")
             return [k.strip() for k in kinds.split(",")]
     return []
@@ -151,7 +157,7 @@ class RoomKnowledge(Knowledge):
     def entry_task_type(self, failure: Failure, text: str) -> str:
         """Where an object kind lies serves every task type that needs it; steps of a task type
         (transform, lamp, second object) serve that type."""
-        if text.startswith("try : look for "):
+        if text.startswith(FIND_OPENING):
             return "any"
         return super().entry_task_type(failure, text)
 
@@ -178,9 +184,9 @@ class RoomKnowledge(Knowledge):
     def guidance_stage(self, text: str) -> int:
         """Find the object (0), then transform it or take it to the lamp (1), then the second object (2);
         the generic advice last (3): the order of ``oracle_advice``, which the warm start learnt to follow."""
-        if text.startswith("try : look for "):
+        if text.startswith(FIND_OPENING):
             return 0
-        if text.startswith("try : after you put one "):
+        if text.startswith(SECOND_OPENING):
             return 2
         if text in self.generic_guidance:
             return 3
