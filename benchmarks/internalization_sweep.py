@@ -88,6 +88,9 @@ CONFIGS = {
            ["bank.block_order=episode", "bank.credit=soft"]),
     "e10": ("e7 with the entries' accumulated utility as the credit",
             ["bank.block_order=episode", "bank.credit=utility"]),
+    "e11": ("e8 with where every object kind lies once seen 3 times, failed on or not (bank.subjects: seen)",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen"]),
 }
 
 

@@ -294,12 +294,25 @@ class BankConfig(_Section):
     """Which tasks an entry serves: ``task_type``, the failure's task type (and every type for the
     environment's generic guidance); ``knowledge``, what the environment says the guidance is about
     (household: where an object lies serves every task type that needs the object)."""
+    subjects: Literal["failed", "seen"] = "failed"
+    """Which subjects get knowledge entries: ``failed``, those of this round's failure signatures (the
+    spec: guidance for failure modes); ``seen``, also every subject the evidence says enough about
+    (``Knowledge.subject_guidance``; household: where each object kind lies, once seen 3 times), so a
+    task about a subject no task has failed on yet still retrieves it. Needs ``grain: knowledge`` (the
+    entries serve every task type)."""
     synthesizer: Literal["template", "lm"] = "template"
     lm_endpoint: str | None = None
     """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""
     lm_model: str = "local"
     """LM synthesizer: model name at the endpoint, or a local Hugging Face folder when no endpoint."""
     prune: PruneConfig = Field(default_factory=PruneConfig)
+
+    @model_validator(mode="after")
+    def _subjects_serve_every_type(self) -> BankConfig:
+        if self.subjects == "seen" and self.grain != "knowledge":
+            raise ValueError("bank.subjects: seen writes entries that serve every task type, which needs "
+                             f"bank.grain: knowledge (got grain: {self.grain})")
+        return self
 
     @model_validator(mode="after")
     def _withdraw_down_to_less(self) -> BankConfig:

@@ -206,7 +206,7 @@ class Run:
         elif settings.stores_bank:
             from edge.bank.synthesis import missing_parts
 
-            for line in missing_parts(cfg.env, params.bank.synthesizer):
+            for line in missing_parts(cfg.env, params.bank.synthesizer, params.bank.subjects):
                 log.warning("environment %r: %s", cfg.env, line)
         if cfg.base_checkpoint:
             base = Path(cfg.base_checkpoint)

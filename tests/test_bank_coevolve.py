@@ -1,5 +1,6 @@
 """The bank's co-evolution step on its own: credit, synthesis with merging, pruning, on a real bank."""
 
+import pytest
 from helpers import played
 
 from edge.algorithms.contribution import GroupContribution
@@ -105,3 +106,35 @@ def test_evidence_accumulates_and_an_entry_it_contradicts_gets_a_new_version(tmp
         co_evolve(bank, [lost, won], [], 0, cfg)
         again = co_evolve(bank, [lost], [], 1, cfg, evidence=evidence)
         assert not again["added"] and not again["revised"], name
+
+
+def test_subjects_seen_writes_where_an_object_lies_for_kinds_no_task_failed_on(tmp_path):
+    (pencil,) = simple_tasks("pencil")
+    lost, won = lost_and_won(pencil)  # the room shows a keychain, a pen and a floorlamp once each
+    earlier = {"household": {"seen": {"keychain": {"dresser": 4}, "pencil": {"drawer": 5}}, "taken": {}}}
+    seen = BankConfig(evidence="accumulated", revise=True, grain="knowledge", subjects="seen")
+    bank = ExperienceBank.open(tmp_path / "seen", HashEmbedder())
+    first = co_evolve(bank, [lost, won], [], 0, seen, evidence=earlier)
+    added = {a["signature"]: a for a in first["added"]}
+    # The keychain: seen 5 times in all, no task about it failed. The pen and the floorlamp: once, too
+    # little to say where the kind lies. The pencil: its failure's entry, not a second one.
+    assert sorted(added) == ["any|keychain|not_found", "any|pencil|not_found"]
+    keychain = bank.get(added["any|keychain|not_found"]["id"])
+    assert keychain.text == "try : look for keychain in dresser ." and keychain.task_type == "any"
+    assert keychain.key == "keychain" and keychain.provenance == [lost.traj_id]
+    assert first["synthesis"] == {"written": 1, "subject_written": 1}
+    # Next round the keychain and the pencil are covered; the pen, seen twice now, still too little.
+    again = co_evolve(bank, [lost, won], [], 1, seen, evidence=first["evidence"])
+    assert not again["added"] and again["synthesis"]["subject_covered"] == 2
+    third = co_evolve(bank, [lost, won], [], 2, seen, evidence=again["evidence"])
+    assert sorted(a["signature"] for a in third["added"]) == ["any|floorlamp|not_found", "any|pen|not_found"]
+
+    # The spec's bank writes for failures only.
+    failed = ExperienceBank.open(tmp_path / "failed", HashEmbedder())
+    only = co_evolve(failed, [lost, won], [], 0, seen.model_copy(update={"subjects": "failed"}), evidence=earlier)
+    assert [a["signature"] for a in only["added"]] == ["any|pencil|not_found"]
+
+
+def test_subjects_seen_needs_entries_that_serve_every_task_type():
+    with pytest.raises(ValueError, match="bank.grain: knowledge"):
+        BankConfig(subjects="seen")

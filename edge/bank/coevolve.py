@@ -9,7 +9,8 @@ and the snapshot). It returns the round's record of changes, which the stage wri
    order, ``n <- n + 1`` and a point of its history (utility, plain and conditioned success).
 2. **Synthesis**: guidance for failure signatures no active entry covers (``edge.bank.synthesis``),
    written from the environment's evidence (this round's, or accumulated over the run:
-   ``bank.evidence``); a near-duplicate of an active entry of the same task type (text similarity at
+   ``bank.evidence``), and with ``bank.subjects: seen`` knowledge about every subject the evidence
+   knows enough about, failed on or not; a near-duplicate of an active entry of the same task type (text similarity at
    least ``bank.merge_threshold``; with ``bank.grain: knowledge`` also about the same subject) is
    stored as ``merged`` into it, its provenance added to the twin's. With ``bank.revise``, a
    signature whose active entry the evidence now contradicts (the writer says something else) gets a
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 from edge.bank.entry import PRUNE_REASONS, BankEntry
 from edge.bank.pruning import PruneRules, prune_decisions
 from edge.bank.store import ExperienceBank
-from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, round_evidence, synthesize
+from edge.bank.synthesis import LMSynthesizer, TemplateSynthesizer, round_evidence, subject_entries, synthesize
 from edge.envs.registry import knowledge
 from edge.files import fault_point
 
@@ -109,8 +110,13 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
 
     added, merged, revised = [], [], []
     synthesizer, counts = make_synthesizer(cfg), Counter()
-    for entry in synthesize(trajectories, synthesizer, round_index, bank.next_id, cfg.max_chars, covered,
-                            evidence=evidence, grain=cfg.grain, counts=counts):
+    written = synthesize(trajectories, synthesizer, round_index, bank.next_id, cfg.max_chars, covered,
+                         evidence=evidence, grain=cfg.grain, counts=counts)
+    if cfg.subjects == "seen":
+        evidence = round_evidence(trajectories) if evidence is None else evidence
+        written += subject_entries(trajectories, round_index, bank.next_id, evidence, cfg.max_chars, covered,
+                                   skip={e.signature for e in written}, counts=counts)
+    for entry in written:
         old = to_revise.pop(entry.signature, None)
         if old is not None:
             entry.revises = old.id

@@ -47,7 +47,7 @@ def warn_once(env: str, message: str) -> None:
         log.warning("environment %r: %s", env, message)
 
 
-def missing_parts(env: str, synthesizer: str) -> list[str]:
+def missing_parts(env: str, synthesizer: str, subjects: str = "failed") -> list[str]:
     """One line per knowledge part the bank's co-evolution needs and ``env`` lacks (said at start)."""
     have = knowledge(env)
     lines = []
@@ -56,6 +56,9 @@ def missing_parts(env: str, synthesizer: str) -> list[str]:
     elif synthesizer == "template" and not have.has("write_guidance"):
         lines.append("no guidance writer (KNOWLEDGE.write_guidance): the template synthesizer writes nothing, so "
                      "the bank stays empty (bank.synthesizer: lm writes without it)")
+    if subjects == "seen" and not have.has("subject_guidance"):
+        lines.append("no subject knowledge (KNOWLEDGE.subject_guidance): with bank.subjects: seen, only failures "
+                     "write entries")
     return lines
 
 
@@ -212,4 +215,41 @@ def synthesize(trajectories: list[Trajectory], synthesizer, round_index: int, ne
             signature=signature, key=failure.subject,
             created_round=round_index, provenance=[t.traj_id for t in failure.trajectories],
             synthesizer=synthesizer.name))
+    return entries
+
+
+def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, evidence: dict[str, Any],
+                    max_chars: int = 300, covered=lambda signature, text: False, skip: set[str] = frozenset(),
+                    counts: Counter | None = None) -> list[BankEntry]:
+    """Entries of knowledge about subjects (``bank.subjects: seen``): for every subject the environment's
+    evidence says enough about (``Knowledge.subject_guidance``), whether or not a task about it has failed,
+    the entry its failure would get, for every task type ("any"), keyed by the subject. ``skip``: signatures
+    this round's failures already wrote for; ``covered`` as in ``synthesize``. ``counts`` is incremented per
+    subject: ``subject_refused_by_sanitiser``, ``subject_covered``, ``subject_written``."""
+    counts = Counter() if counts is None else counts
+    by_env: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        by_env.setdefault(t.task.env, []).append(t)
+    entries = []
+    for env in sorted(by_env):
+        reader = knowledge(env)
+        if not reader.has("subject_guidance"):
+            continue  # said once at start (missing_parts)
+        pages_of = {t.traj_id: [s.observation for s in t.steps] for t in by_env[env]}
+        for note in reader.subject_guidance(by_env[env], evidence[env]):
+            signature = f"any|{note.subject}|{note.pattern}"
+            if signature in skip:
+                continue
+            clean = sanitize_guidance(note.text, [p for i in note.provenance for p in pages_of.get(i, [])],
+                                      max_chars=max_chars)
+            if clean is None:
+                counts["subject_refused_by_sanitiser"] += 1
+                continue
+            if covered(signature, clean):
+                counts["subject_covered"] += 1
+                continue
+            counts["subject_written"] += 1
+            entries.append(BankEntry(
+                id=new_id(), text=clean, kind=note.kind, task_type="any", signature=signature, key=note.subject,
+                created_round=round_index, provenance=list(note.provenance), synthesizer="template"))
     return entries

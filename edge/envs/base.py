@@ -131,6 +131,21 @@ class Demonstrators:
     keep_explorer_failures: bool = False
 
 
+@dataclass(frozen=True)
+class SubjectGuidance:
+    """One entry's worth of knowledge about a subject (``Knowledge.subject_guidance``)."""
+
+    subject: str
+    """The entry's key: words the instructions it serves contain ("apple")."""
+    pattern: str
+    """The failure pattern it prevents ("not_found"): the signature is ``any|subject|pattern``."""
+    kind: str
+    """``try``, ``avoid`` or ``recover`` (``edge.guidance.entry`` phrases the text)."""
+    text: str
+    provenance: tuple[str, ...]
+    """Ids of this round's trajectories whose evidence it was written from."""
+
+
 class Knowledge:
     """What an environment knows beyond reset/step; EDGE's bank, oracle control and warm start ask it.
 
@@ -146,8 +161,8 @@ class Knowledge:
     contain ("apple", "red"), never an id.
     """
 
-    PARTS = ("read_failure", "evidence", "write_guidance", "guidance_stage", "oracle_advice", "demonstrators",
-             "guidance_vocabulary")
+    PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "guidance_stage", "oracle_advice",
+             "demonstrators", "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
     """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
@@ -173,6 +188,14 @@ class Knowledge:
     def write_guidance(self, failure: Failure, evidence: Any, successes: list[Trajectory]) -> tuple[str, str] | None:
         """(kind, text) of one entry for a failure signature (``edge.guidance.entry`` phrases it),
         contrasting it with the round's ``successes``; None when the round holds nothing to write from."""
+        raise NotImplementedError
+
+    def subject_guidance(self, trajectories: list[Trajectory], evidence: Any) -> list[SubjectGuidance]:
+        """Knowledge about every subject the evidence says enough about, whether or not a task about it
+        has failed yet (``bank.subjects: seen``; household: where each object kind lies, for every kind
+        the observations showed often enough). Each names the trajectories of this round it read
+        (its provenance) and the failure pattern it prevents, so that it shares its signature
+        ``any|subject|pattern`` with the entry a failure of that pattern would write."""
         raise NotImplementedError
 
     def entry_task_type(self, failure: Failure, text: str) -> str:

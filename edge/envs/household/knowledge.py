@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from edge.envs.base import Demonstrators, Knowledge, Task
+from edge.envs.base import Demonstrators, Knowledge, SubjectGuidance, Task
 from edge.envs.household.tasks import TRANSFORM
 from edge.envs.household.world import kind_of
 from edge.guidance import entry
@@ -102,20 +103,27 @@ def where_taken(trajectories: list[Trajectory]) -> dict[str, Counter]:
     return taken
 
 
+def sightings(trajectory: Trajectory) -> Iterator[tuple[str, str]]:
+    """(object kind, receptacle kind) for every object an observation of the trajectory showed in a
+    receptacle it names."""
+    for step in trajectory.steps[1:]:
+        obs = step.observation.lower()
+        at = ON_THE.search(obs) or ARRIVE.match(obs)
+        found = SEEN.search(obs)
+        if not at or not found or at.group(1) == "loc":
+            continue
+        for item in found.group(1).replace(", and ", ", ").split(", "):
+            name = item.removeprefix("a ").removeprefix("an ").strip()
+            if name and name != "nothing":
+                yield kind_of(name), at.group(1)
+
+
 def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
     """Object kind -> receptacle kinds it was seen in, counted over every observation of the round."""
     seen: dict[str, Counter] = defaultdict(Counter)
     for t in trajectories:
-        for step in t.steps[1:]:
-            obs = step.observation.lower()
-            at = ON_THE.search(obs) or ARRIVE.match(obs)
-            found = SEEN.search(obs)
-            if not at or not found or at.group(1) == "loc":
-                continue
-            for item in found.group(1).replace(", and ", ", ").split(", "):
-                name = item.removeprefix("a ").removeprefix("an ").strip()
-                if name and name != "nothing":
-                    seen[kind_of(name)][at.group(1)] += 1
+        for obj, place in sightings(t):
+            seen[obj][place] += 1
     return seen
 
 
@@ -153,6 +161,28 @@ class RoomKnowledge(Knowledge):
         for place, count in ((evidence.get("taken") or {}).get(obj, {})).items():
             score[place] += 2 * count
         return [place for place, _ in sorted(score.items(), key=lambda kv: -kv[1])[:n]]
+
+    MIN_SIGHTINGS = 3
+    """``subject_guidance`` writes where an object kind lies once the evidence has seen it this often:
+    one sighting says where one room put it, not where the kind usually lies."""
+    MAX_PROVENANCE = 8
+    """At most this many of the round's trajectories are named as an entry's sources (the first ones)."""
+
+    def subject_guidance(self, trajectories: list[Trajectory], evidence: dict) -> list[SubjectGuidance]:
+        """Where each object kind lies, for every kind this round's trajectories showed and the evidence
+        has seen at least ``MIN_SIGHTINGS`` times (the entry a ``not_found`` failure of it would get)."""
+        shown_by: dict[str, list[str]] = defaultdict(list)
+        for t in trajectories:
+            for obj in dict.fromkeys(obj for obj, _ in sightings(t)):
+                shown_by[obj].append(t.traj_id)
+        out = []
+        for obj in sorted(shown_by):
+            if sum(((evidence.get("seen") or {}).get(obj) or {}).values()) < self.MIN_SIGHTINGS:
+                continue
+            places = self.likely_places(evidence, obj)
+            out.append(SubjectGuidance(obj, "not_found", "try", find_in(obj, places),
+                                       tuple(shown_by[obj][:self.MAX_PROVENANCE])))
+        return out
 
     def entry_task_type(self, failure: Failure, text: str) -> str:
         """Where an object kind lies serves every task type that needs it; steps of a task type
