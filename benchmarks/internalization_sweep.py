@@ -114,10 +114,20 @@ def bench_config(name: str, methods: list[str], seeds: list[int], budget: float,
 
 
 def per_round(run: dict) -> list[dict]:
-    """The scaffold round by round: training groups' plain / conditioned success, distillation KL,
-    advice shift."""
-    return [{k: r.get(k) for k in ("round", "train_success_plain", "train_success_conditioned", "distill_kl",
-                                   "advice_shift_kl")} for r in run["bank_rounds"]]
+    """The scaffold round by round: share of training groups that retrieved, their plain / conditioned
+    success, distillation KL, advice shift."""
+    return [{k: r.get(k) for k in ("round", "hit_rate", "train_success_plain", "train_success_conditioned",
+                                   "distill_kl", "advice_shift_kl")} for r in run["bank_rounds"]]
+
+
+def retrieving(r: dict) -> str:
+    """Share of training groups that retrieved anything, over seeds and rounds (in brackets rounds 1 on:
+    round 0's bank is empty); – for rows measured before it was recorded."""
+    rounds = [x for seed_rounds in r["rounds"].values() for x in seed_rounds]
+    if not rounds or any(x.get("hit_rate") is None for x in rounds):
+        return "–"
+    later = [x["hit_rate"] for x in rounds if x["round"] > 0]
+    return f"{fmean(x['hit_rate'] for x in rounds):.0%} ({fmean(later):.0%})"
 
 
 def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_runs: Path) -> dict:
@@ -217,15 +227,18 @@ def write(rows: dict) -> None:
              "is the oracle's advice for o…, the run's own final bank for e…. Command: "
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
              "Machine: " + "; ".join(machines) + ".", "",
+             "Groups retrieving: the share of training groups whose task retrieved any entry, over seeds and "
+             "rounds (in brackets from round 1 on: round 0's bank is empty).", "",
              "| config | what it asks | seeds | plain | with advice | retention | plain − GRPO | per seed | "
-             "plain − default | with advice − plain | min / run |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "plain − default | with advice − plain | groups retrieving | min / run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         retention = [v for v in r["retention"].values() if v is not None]
         lines.append(
             f"| {name} | {r['asks']} | {len(r['seeds'])} | {fmean(r['plain'].values()):.1%} | "
             f"{fmean(r['with_advice'].values()):.1%} | {fmean(retention):.1%} | {_points(r['minus_grpo'])} | "
             f"{_per_seed(r['minus_grpo'])} | {_points(r['minus_default'])} | "
-            f"{_points(r['with_advice_minus_plain'])} | {r['run_minutes']:.1f} |")
+            f"{_points(r['with_advice_minus_plain'])} | {retrieving(r)} | {r['run_minutes']:.1f} |")
     lines += ["", "Overrides: " + "; ".join(f"{n}: `{' '.join(r['overrides']) or 'none'}`" for n, r in rows.items()),
               "", "## Round by round", "",
               "Training groups: plain / conditioned members' success; distillation KL per distilled state (during "
