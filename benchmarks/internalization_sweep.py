@@ -91,6 +91,10 @@ CONFIGS = {
     "e11": ("e8 with where every object kind lies once seen 3 times, failed on or not (bank.subjects: seen)",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen"]),
+    "e12": ("e11 with the conditioned members' PG in both contexts (o6): most groups now retrieve, so half the "
+            "members are conditioned",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen", "bank.conditioned_pg=own-and-plain"]),
 }
 
 
