@@ -77,6 +77,11 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.coef=3.0"]),
     "o15": ("o6 with lambda_d = 0.3 (a weaker pull, as peers keep RL primary)",
             ["bank.conditioned_pg=own-and-plain", "distill.coef=0.3"]),
+    "o16": ("o14 with the teacher anchored (distill.anchor = 3): the advised outputs held at the round's teacher "
+            "while the plain ones are pulled to it",
+            ["bank.conditioned_pg=own-and-plain", "distill.coef=3.0", "distill.anchor=3.0"]),
+    "o17": ("o6 with the teacher anchored (distill.anchor = 1)",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

@@ -344,6 +344,19 @@ class DistillConfig(_Section):
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run."""
+    anchor: float = Field(0.0, ge=0)
+    """Weight of KL(teacher || live weights) on the distilled states *with* the experience: it holds the
+    advised context at the round's teacher while the plain context is pulled towards it (student and
+    teacher share the weights, so without it both move and meet in the middle). 0 (the spec): off.
+    Needs ``estimator: exact`` and ``teacher: current``."""
+
+    @model_validator(mode="after")
+    def _anchor_holds_the_current_teacher(self) -> DistillConfig:
+        if self.anchor > 0 and (self.estimator != "exact" or self.teacher != "current"):
+            raise ValueError("distill.anchor holds the live weights' advised outputs at the round's teacher, "
+                             "which needs distill.estimator: exact and distill.teacher: current "
+                             f"(got estimator: {self.estimator}, teacher: {self.teacher})")
+        return self
 
 
 class EvalConfig(_Section):

@@ -473,12 +473,12 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     if run.settings.distill_coef > 0:
         # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
         distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
-                                  d_cfg.teacher)
+                                  d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0)
         n_distill = len(distill)
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
-            extra_loss = make_distill_loss(run.settings.distill_coef, d_cfg.estimator)
+            extra_loss = make_distill_loss(run.settings.distill_coef, d_cfg.estimator, d_cfg.anchor, actor)
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
@@ -489,6 +489,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         return out  # the weights are the same on every worker; worker 0 saves them
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).
     losses["distill_kl"] = losses["distill_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
+    if "anchor_kl" in losses:
+        losses["anchor_kl"] = losses["anchor_kl"] / losses["distill_weight"] if losses["distill_weight"] else 0.0
     # Saved into a temporary folder, sealed with its own manifest, then renamed into place: a half-written
     # checkpoint is never taken for a whole one.
     with atomic_folder(out) as tmp:

@@ -2,6 +2,7 @@
 (``distill.states / gate / teacher``, ``bank.conditioned_pg``): the options the internalization
 benchmark compares."""
 
+import dataclasses
 import json
 
 import pytest
@@ -15,6 +16,7 @@ from edge.algorithms.distill import (
     in_plain_context,
     make_distill_loss,
     reverse_kl_exact,
+    teacher_anchor_kl,
 )
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
 from edge.config import parse_params
@@ -182,6 +184,55 @@ def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides)
     assert metrics["distill_samples"] > 0 and metrics["advice_shift_kl"] is not None
     # The conditioned members' states, seen without the block, join as distillation-only samples.
     assert metrics["distill_only_samples"] > 0
+
+
+def test_the_anchor_holds_the_advised_outputs_while_the_plain_ones_still_move_towards_the_teacher():
+    actor, trajectories, contributions = toy_round()
+    distill = distill_samples(actor, trajectories, contributions, "exact", gate="retrieved",
+                              keep_teacher_prompt=True)
+    assert distill and all(s.extras["teacher_prompt"] != s.prompt_ids for s in distill)
+    cfg = UpdateConfig(lr=3e-3, epochs=4, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+
+    def after(anchor):
+        """(student's KL to the teacher, the advised outputs' drift from it) after a distillation-only update."""
+        live = tiny_actor()  # the same initialisation as the actor that made the teacher
+        # Plain SGD: the KL is small at the start, and Adam would scale its noise up to steps of size lr.
+        optimizer = torch.optim.SGD(live.policy.model.parameters(), lr=cfg.lr)
+        samples, _ = attach([], [dataclasses.replace(s, extras=dict(s.extras)) for s in distill])
+        stats = policy_update(live, optimizer, samples, cfg, torch.Generator().manual_seed(0),
+                              make_distill_loss(3.0, "exact", anchor, live))
+        with torch.inference_mode():
+            plain = live.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+            advised = live.action_logprobs([s.extras["teacher_prompt"] for s in distill],
+                                           [s.candidate_ids for s in distill])
+        teacher = [torch.tensor(s.extras["teacher"]) for s in distill]
+        return (sum(float(reverse_kl_exact(p, t)) for p, t in zip(plain, teacher)),
+                sum(float(teacher_anchor_kl(t, a)) for t, a in zip(teacher, advised)), stats)
+
+    with torch.inference_mode():
+        start = actor.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+    before = sum(float(reverse_kl_exact(lp, torch.tensor(s.extras["teacher"]))) for lp, s in zip(start, distill))
+    free_kl, free_drift, free_stats = after(0.0)
+    held_kl, held_drift, held_stats = after(3.0)
+    assert "anchor_kl" not in free_stats and held_stats["anchor_kl"] > 0
+    # Unanchored, the two contexts meet: the advised one moves about as far as the whole gap was. Anchored,
+    # it stays at the teacher, and the plain context still moves towards it.
+    assert free_kl < 0.5 * before and free_drift > 0.5 * before
+    assert held_drift < 0.1 * free_drift and held_kl < 0.8 * before
+
+
+def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    raw["distill"] |= {"anchor": 1.0, "teacher": "base"}
+    with pytest.raises(ValueError, match="distill.anchor .* needs distill.estimator: exact and distill.teacher: "
+                                         "current .got estimator: exact, teacher: base"):
+        parse_params(raw)
+    raw["distill"] |= {"teacher": "current", "gate": "retrieved"}
+    run = train(parse_params(raw | {"bank": raw["bank"] | {"conditioned_pg": "own-and-plain"}}))
+    metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
+    # Round 1's teacher is round 0's update: the advised outputs drifted from it during the update.
+    assert metrics["distill_samples"] > 0 and metrics["anchor_kl"] > 0
 
 
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():

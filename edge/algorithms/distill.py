@@ -16,6 +16,12 @@ which teacher are options (``DistillConfig``; the spec says what each default re
 - ``teacher``: ``current``, the weights that collected the rollouts (the spec); ``base``, the run's
   starting checkpoint, fixed for the whole run (OEL keeps its teacher fixed), so that what the
   policy learns about the experience block cannot move the target.
+- ``anchor``: the student and the teacher are one network, so pulling the plain context towards the
+  advised one also moves the advised one, and over rounds the two meet in the middle (a stronger
+  lambda_d lowered the success *with* the advice as much as it raised retention). The anchor adds
+  ``anchor * g(x) * KL(pi_T(.|s,E) || pi_theta(.|s,E))`` on the same states: the live weights' advised
+  outputs are held at the round's teacher while the plain ones move towards it (forward KL, so the
+  advised context keeps the mass on every action the teacher favoured).
 
 The distillation term rides on the policy-gradient samples of the same states (``attach``): a plain
 state that carries both terms is one sample, so EDGE takes the same optimizer steps on the same
@@ -77,10 +83,11 @@ def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[st
 
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
                     estimator: Estimator, states: States = "plain", gate: Gate = "credit",
-                    teacher: Teacher = "current") -> list[Sample]:
+                    teacher: Teacher = "current", keep_teacher_prompt: bool = False) -> list[Sample]:
     """The distillation samples of a round: one per distilled state, as the plain student sees it,
     with the group's weight (``extras["credit"]``) and the frozen teacher's log-probabilities
-    (``extras["teacher"]``) attached."""
+    (``extras["teacher"]``) attached; with ``keep_teacher_prompt`` also the teacher's prompt
+    (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it)."""
     if estimator == "exact" and actor.cfg.mode != "score":
         raise ValueError("distill.estimator 'exact' needs policy.mode 'score' (a finite action set)")
     if estimator == "sampled" and states != "plain":
@@ -120,6 +127,9 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
             logps = actor.action_logprobs(teacher_prompts, [s.candidate_ids for s in samples]) if samples else []
             for s, t in zip(samples, logps):
                 s.extras["teacher"] = t.tolist() if estimator == "exact" else [float(t[s.chosen])]
+            if keep_teacher_prompt:
+                for s, prompt in zip(samples, teacher_prompts):
+                    s.extras["teacher_prompt"] = prompt
         else:
             logps = actor.token_logprobs(teacher_prompts, [s.response_ids for s in samples]) if samples else []
             for s, t in zip(samples, logps):
@@ -207,14 +217,38 @@ def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample
     return pg_samples + only, len(only)
 
 
-def make_distill_loss(coef: float, estimator: Estimator):
+def teacher_anchor_kl(teacher_logp: torch.Tensor, live_logp: torch.Tensor) -> torch.Tensor:
+    """KL(teacher || live) over a finite action set: how far the live weights' advised outputs have
+    moved from the round's teacher (forward KL: mass the teacher put on an action and the live weights
+    took away costs most)."""
+    return (teacher_logp.exp() * (teacher_logp - live_logp)).sum()
+
+
+def make_distill_loss(coef: float, estimator: Estimator, anchor: float = 0.0, actor: Actor | None = None):
     """The ``extra_loss`` hook for ``policy_update``: coef * g(x) * KL on every state that carries the
-    teacher, with the update's normalised unit weights (the same as the PG term's)."""
+    teacher, with the update's normalised unit weights (the same as the PG term's). With ``anchor > 0``
+    (``distill.anchor``; needs the exact estimator, the samples' ``teacher_prompt`` and ``actor``, whose
+    live weights are being updated) also anchor * g(x) * KL(teacher || live) in the advised context."""
+    if anchor > 0 and (estimator != "exact" or actor is None):
+        raise ValueError("distill.anchor needs distill.estimator 'exact' and the live actor")
 
     def extra_loss(chunk, units, full, weights):
         device = units[0].device if units else torch.device("cpu")
         loss = torch.zeros((), device=device)
         stats = {"distill_loss": 0.0, "distill_kl": 0.0, "distill_weight": 0.0}
+        if anchor > 0:
+            stats["anchor_kl"] = 0.0
+            anchored = [i for i, s in enumerate(chunk) if "teacher_prompt" in s.extras]
+            if anchored:
+                # One forward pass, with grad, of the live weights on the advised prompts of the chunk.
+                live = actor.action_logprobs([chunk[i].extras["teacher_prompt"] for i in anchored],
+                                             [chunk[i].candidate_ids for i in anchored])
+                for i, live_logp in zip(anchored, live):
+                    s = chunk[i]
+                    drift = teacher_anchor_kl(torch.tensor(s.extras["teacher"], device=device), live_logp)
+                    loss = loss + anchor * s.extras["credit"] * weights[i] * drift
+                    # Per anchored state, weighted like distill_kl (divided by distill_weight at the end).
+                    stats["anchor_kl"] += weights[i] * float(drift.detach())
         for i, s in enumerate(chunk):
             if "teacher" not in s.extras:
                 continue
