@@ -110,10 +110,11 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
 
     added, merged, revised = [], [], []
     synthesizer, counts = make_synthesizer(cfg), Counter()
+    # What guidance is written from: the caller's (accumulated) evidence, else this round's alone.
+    evidence = round_evidence(trajectories) if evidence is None else evidence
     written = synthesize(trajectories, synthesizer, round_index, bank.next_id, cfg.max_chars, covered,
                          evidence=evidence, grain=cfg.grain, counts=counts)
     if cfg.subjects == "seen":
-        evidence = round_evidence(trajectories) if evidence is None else evidence
         written += subject_entries(trajectories, round_index, bank.next_id, evidence, cfg.max_chars, covered,
                                    skip={e.signature for e in written}, counts=counts)
     for entry in written:

@@ -83,14 +83,19 @@ def failures_by_signature(trajectories: list[Trajectory]) -> list[Failure]:
     return [groups[k] for k in sorted(groups)]
 
 
+def by_environment(trajectories: list[Trajectory]) -> dict[str, list[Trajectory]]:
+    """The trajectories of each environment (each environment's knowledge reads only its own)."""
+    grouped: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        grouped.setdefault(t.task.env, []).append(t)
+    return grouped
+
+
 def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | None = None) -> dict[str, Any]:
     """Environment -> what its knowledge reads off the trajectories of that environment, added to
     ``previous`` (the same mapping from earlier rounds, {} before the first; None: this round alone)."""
-    by_env: dict[str, list[Trajectory]] = {}
-    for t in trajectories:
-        by_env.setdefault(t.task.env, []).append(t)
     out = dict(previous or {})
-    for env, group in by_env.items():
+    for env, group in by_environment(trajectories).items():
         out[env] = knowledge(env).evidence(group, None if previous is None else previous.get(env, {}))
     return out
 
@@ -227,9 +232,7 @@ def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, ev
     this round's failures already wrote for; ``covered`` as in ``synthesize``. ``counts`` is incremented per
     subject: ``subject_refused_by_sanitiser``, ``subject_covered``, ``subject_written``."""
     counts = Counter() if counts is None else counts
-    by_env: dict[str, list[Trajectory]] = {}
-    for t in trajectories:
-        by_env.setdefault(t.task.env, []).append(t)
+    by_env = by_environment(trajectories)
     entries = []
     for env in sorted(by_env):
         reader = knowledge(env)
