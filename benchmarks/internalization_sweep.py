@@ -82,6 +82,11 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.coef=3.0", "distill.anchor=3.0"]),
     "o17": ("o6 with the teacher anchored (distill.anchor = 1)",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]),
+    "o18": ("o17 with two more epochs of distillation alone a round (distill.extra_epochs = 2): 12 optimizer "
+            "steps a round more than GRPO's 12, a declared extra budget",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.extra_epochs=2"]),
+    "o19": ("o6 with two more epochs of distillation alone a round, unanchored (the extra budget of o18)",
+            ["bank.conditioned_pg=own-and-plain", "distill.extra_epochs=2"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

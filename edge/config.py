@@ -349,13 +349,22 @@ class DistillConfig(_Section):
     advised context at the round's teacher while the plain context is pulled towards it (student and
     teacher share the weights, so without it both move and meet in the middle). 0 (the spec): off.
     Needs ``estimator: exact`` and ``teacher: current``."""
+    extra_epochs: int = Field(0, ge=0)
+    """Epochs of distillation alone after the round's update: the distilled states (with the anchor, if
+    set) again in ``grpo.minibatches`` minibatches an epoch, without the PG term, towards the same frozen
+    teacher. That is ``extra_epochs x grpo.minibatches`` optimizer steps a round more than GRPO takes, an
+    extra budget every comparison must declare. 0 (the spec): distillation rides on the PG steps only."""
 
     @model_validator(mode="after")
-    def _anchor_holds_the_current_teacher(self) -> DistillConfig:
+    def _options_that_need_distillation(self) -> DistillConfig:
         if self.anchor > 0 and (self.estimator != "exact" or self.teacher != "current"):
             raise ValueError("distill.anchor holds the live weights' advised outputs at the round's teacher, "
                              "which needs distill.estimator: exact and distill.teacher: current "
                              f"(got estimator: {self.estimator}, teacher: {self.teacher})")
+        for name in ("anchor", "extra_epochs"):
+            if getattr(self, name) > 0 and self.coef == 0:
+                raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "
+                                 f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: 0")
         return self
 
 

@@ -43,7 +43,14 @@ from edge.algorithms.contribution import (
     summary,
     with_credit_rule,
 )
-from edge.algorithms.distill import advice_shift, attach, distill_samples, in_plain_context, make_distill_loss
+from edge.algorithms.distill import (
+    advice_shift,
+    attach,
+    distill_only_update,
+    distill_samples,
+    in_plain_context,
+    make_distill_loss,
+)
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, method_settings, run_folder_name, run_params
 from edge.envs.base import Task
@@ -482,9 +489,22 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
+    distilling = run.settings.distill_coef > 0
+    # The options' own metrics, in every round of a run that uses them (also one with nothing distilled).
+    if distilling and d_cfg.anchor > 0:
+        losses["anchor_kl"] = 0.0
+    if distilling and d_cfg.extra_epochs > 0:
+        losses |= {"distill_extra_steps": 0, "distill_extra_kl": 0.0}
     if samples:
         carries = (lambda s: "teacher" in s.extras) if extra_loss and d_cfg.normalize == "separate" else None
         losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries, shard)
+    if extra_loss is not None and d_cfg.extra_epochs > 0:
+        # Distillation alone towards the same teacher: declared extra optimizer steps (distill.extra_epochs).
+        extra = distill_only_update(actor, optimizer, samples, update_cfg, d_cfg.extra_epochs, generator,
+                                    extra_loss, shard)
+        losses["distill_extra_steps"] = extra["optimizer_steps"]
+        if extra.get("distill_weight"):
+            losses["distill_extra_kl"] = extra["distill_kl"] / extra["distill_weight"]
     if shard is not None and shard.rank != 0:
         return out  # the weights are the same on every worker; worker 0 saves them
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).

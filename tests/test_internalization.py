@@ -12,6 +12,7 @@ from edge.algorithms.contribution import conditioned_pg_filter, group_contributi
 from edge.algorithms.distill import (
     advice_shift,
     attach,
+    distill_only_update,
     distill_samples,
     in_plain_context,
     make_distill_loss,
@@ -233,6 +234,58 @@ def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
     metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
     # Round 1's teacher is round 0's update: the advised outputs drifted from it during the update.
     assert metrics["distill_samples"] > 0 and metrics["anchor_kl"] > 0
+
+
+def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alone_and_close_more_kl():
+    # A teacher from another initialisation, so that there is a KL to close; PG samples beside it.
+    teacher = tiny_actor(seed=1)
+    trajectories = toy_groups(tiny_actor())
+    contributions = group_contributions(trajectories)
+    distill = distill_samples(teacher, trajectories, contributions, "exact", gate="retrieved")
+    cfg = UpdateConfig(lr=1e-3, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+
+    def after(extra_epochs):
+        student = tiny_actor()
+        optimizer = torch.optim.AdamW(student.policy.model.parameters(), lr=cfg.lr)
+        pg, _ = grpo_samples(trajectories)
+        samples, _ = attach(pg, [dataclasses.replace(s, extras=dict(s.extras)) for s in distill])
+        generator = torch.Generator().manual_seed(0)
+        loss = make_distill_loss(1.0, "exact")
+        main = policy_update(student, optimizer, samples, cfg, generator, loss)
+        extra = distill_only_update(student, optimizer, samples, cfg, extra_epochs, generator, loss)
+        with torch.inference_mode():
+            logps = student.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+        kl = sum(float(reverse_kl_exact(lp, torch.tensor(s.extras["teacher"]))) for lp, s in zip(logps, distill))
+        return kl, main, extra, samples
+
+    base_kl, base_main, _, _ = after(0)
+    more_kl, more_main, extra, samples = after(3)
+    # The shared update is the same either way; the extra phase is 3 epochs x 2 minibatches of distillation.
+    assert more_main == base_main and extra["optimizer_steps"] == 6
+    assert extra["pg_loss"] == 0.0 and extra["distill_weight"] > 0
+    assert more_kl < 0.8 * base_kl
+    # The update's own samples keep their PG term (the extra phase works on copies).
+    assert sum(s.pg for s in samples) == len(grpo_samples(trajectories)[0]) > 0
+
+
+def test_extra_distillation_epochs_run_end_to_end_and_need_distillation(tmp_path):
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    with pytest.raises(ValueError, match="distill.extra_epochs acts on the distillation term, which distill.coef: 0"):
+        parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "extra_epochs": 1}})
+    with pytest.raises(ValueError, match="distill.anchor acts on the distillation term"):
+        parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "anchor": 1.0}})
+    params = parse_params(raw | {"distill": raw["distill"] | {"extra_epochs": 2, "gate": "retrieved"}})
+    run = train(params)
+    for k in range(params.train.rounds):
+        metrics = json.loads((run.round_dir(k) / "train_metrics.json").read_text())
+        assert "distill_extra_steps" in metrics and "distill_extra_kl" in metrics
+    # Every group retrieves the oracle's advice and is distilled (gate: retrieved): two more epochs of the
+    # update's minibatches over the distilled states.
+    metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
+    assert metrics["distill_samples"] > 0
+    assert metrics["distill_extra_steps"] == 2 * min(params.grpo.minibatches, metrics["distill_samples"])
+    assert metrics["distill_extra_kl"] > 0
 
 
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():

@@ -16,6 +16,8 @@ which teacher are options (``DistillConfig``; the spec says what each default re
 - ``teacher``: ``current``, the weights that collected the rollouts (the spec); ``base``, the run's
   starting checkpoint, fixed for the whole run (OEL keeps its teacher fixed), so that what the
   policy learns about the experience block cannot move the target.
+- ``extra_epochs``: more optimizer steps on the distillation term alone after the shared update
+  (``distill_only_update``), towards the same frozen teacher: an extra budget, declared as such.
 - ``anchor``: the student and the teacher are one network, so pulling the plain context towards the
   advised one also moves the advised one, and over rounds the two meet in the middle (a stronger
   lambda_d lowered the success *with* the advice as much as it raised retention). The anchor adds
@@ -40,13 +42,14 @@ Two estimators:
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import nullcontext
 from typing import Literal
 
 import torch
 
 from edge.algorithms.contribution import GroupContribution
-from edge.algorithms.grpo import Sample, using_reference
+from edge.algorithms.grpo import Sample, Shard, UpdateConfig, policy_update, using_reference
 from edge.policy.actor import Actor
 from edge.rollout import Trajectory
 
@@ -90,6 +93,8 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
     (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it)."""
     if estimator == "exact" and actor.cfg.mode != "score":
         raise ValueError("distill.estimator 'exact' needs policy.mode 'score' (a finite action set)")
+    if keep_teacher_prompt and estimator != "exact":
+        raise ValueError("the teacher's prompt is kept for distill.anchor, which needs distill.estimator 'exact'")
     if estimator == "sampled" and states != "plain":
         raise ValueError(f"distill.states {states!r} needs distill.estimator 'exact': on a conditioned member's "
                          "states the action was sampled by the teacher, not the student, so the sampled "
@@ -215,6 +220,20 @@ def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample
         else:
             twin.extras |= d.extras
     return pg_samples + only, len(only)
+
+
+def distill_only_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
+                        epochs: int, generator: torch.Generator, extra_loss, shard: Shard | None = None
+                        ) -> dict[str, float]:
+    """``distill.extra_epochs``: ``epochs x cfg.minibatches`` more optimizer steps, after the round's
+    update, on the samples that carry the teacher, with the distillation loss ``extra_loss`` (and its
+    anchor) alone: each joins as a copy that carries no PG term, so the update's own samples are
+    untouched. Returns ``policy_update``'s metrics (its ``optimizer_steps`` are these extra steps)."""
+    distilled = [dataclasses.replace(s, pg=False) for s in samples if "teacher" in s.extras]
+    if not distilled:
+        return {"optimizer_steps": 0}
+    return policy_update(actor, optimizer, distilled, dataclasses.replace(cfg, epochs=epochs), generator,
+                         extra_loss, None, shard)
 
 
 def teacher_anchor_kl(teacher_logp: torch.Tensor, live_logp: torch.Tensor) -> torch.Tensor:
