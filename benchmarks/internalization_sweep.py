@@ -82,8 +82,8 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.coef=3.0", "distill.anchor=3.0"]),
     "o17": ("o6 with the teacher anchored (distill.anchor = 1)",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]),
-    "o18": ("o17 with two more epochs of distillation alone a round (distill.extra_epochs = 2): 12 optimizer "
-            "steps a round more than GRPO's 12, a declared extra budget",
+    "o18": ("o17 with two more epochs of distillation alone a round (distill.extra_epochs = 2): up to 12 "
+            "optimizer steps a round beside GRPO's 6, a declared extra budget",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.extra_epochs=2"]),
     "o19": ("o6 with two more epochs of distillation alone a round, unanchored (the extra budget of o18)",
             ["bank.conditioned_pg=own-and-plain", "distill.extra_epochs=2"]),
@@ -131,7 +131,7 @@ def per_round(run: dict) -> list[dict]:
     """The scaffold round by round: share of training groups that retrieved, their plain / conditioned
     success, distillation KL, advice shift."""
     return [{k: r.get(k) for k in ("round", "hit_rate", "train_success_plain", "train_success_conditioned",
-                                   "distill_kl", "advice_shift_kl")} for r in run["bank_rounds"]]
+                                   "distill_kl", "advice_shift_kl", "distill_extra_kl")} for r in run["bank_rounds"]]
 
 
 def retrieving(r: dict) -> str:
@@ -257,7 +257,8 @@ def write(rows: dict) -> None:
               "", "## Round by round", "",
               "Training groups: plain / conditioned members' success; distillation KL per distilled state (during "
               "the update); advice shift: KL(policy without ‖ with the advice) on the plain members' states before "
-              "the update (– where not recorded).", ""]
+              "the update (– where not recorded); with distill.extra_epochs, \"extra\": the distillation KL "
+              "during the extra steps of distillation alone.", ""]
     for name, r in rows.items():
         n = max(len(v) for v in r["rounds"].values())
         lines += [f"### {name}", "", "| seed | " + " | ".join(f"r{k}" for k in range(n)) + " |",
@@ -267,7 +268,8 @@ def write(rows: dict) -> None:
             for x in rounds:
                 shift = "–" if x["advice_shift_kl"] is None else f"{x['advice_shift_kl']:.2f}"
                 cond = x["train_success_conditioned"]
-                cells.append(f"{x['train_success_plain']:.0%}/{cond:.0%} ({x['distill_kl']:.2f}; {shift})"
+                extra = "" if x.get("distill_extra_kl") is None else f"; extra {x['distill_extra_kl']:.2f}"
+                cells.append(f"{x['train_success_plain']:.0%}/{cond:.0%} ({x['distill_kl']:.2f}; {shift}{extra})"
                              if cond is not None else "–")
             lines.append(f"| {seed} | " + " | ".join(cells) + " |")
         lines.append("")

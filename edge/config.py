@@ -351,9 +351,12 @@ class DistillConfig(_Section):
     Needs ``estimator: exact`` and ``teacher: current``."""
     extra_epochs: int = Field(0, ge=0)
     """Epochs of distillation alone after the round's update: the distilled states (with the anchor, if
-    set) again in ``grpo.minibatches`` minibatches an epoch, without the PG term, towards the same frozen
-    teacher. That is ``extra_epochs x grpo.minibatches`` optimizer steps a round more than GRPO takes, an
-    extra budget every comparison must declare. 0 (the spec): distillation rides on the PG steps only."""
+    set) again in ``grpo.minibatches`` minibatches an epoch (fewer if there are fewer states), without the
+    PG term or the reference KL, towards the same frozen teacher, with the same optimizer (its moments
+    carry over both ways). Each such step averages the distillation term over distilled states only, as
+    ``normalize: separate`` does. Up to ``extra_epochs x grpo.minibatches`` optimizer steps a round more
+    than GRPO takes (``distill_extra_steps`` beside ``optimizer_steps`` in the metrics): an extra budget
+    every comparison must declare. 0 (the spec): distillation rides on the PG steps only."""
 
     @model_validator(mode="after")
     def _options_that_need_distillation(self) -> DistillConfig:

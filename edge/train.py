@@ -495,6 +495,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         losses["anchor_kl"] = 0.0
     if distilling and d_cfg.extra_epochs > 0:
         losses |= {"distill_extra_steps": 0, "distill_extra_kl": 0.0}
+        if d_cfg.anchor > 0:
+            losses["distill_extra_anchor_kl"] = 0.0
     if samples:
         carries = (lambda s: "teacher" in s.extras) if extra_loss and d_cfg.normalize == "separate" else None
         losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries, shard)
@@ -504,7 +506,11 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
                                     extra_loss, shard)
         losses["distill_extra_steps"] = extra["optimizer_steps"]
         if extra.get("distill_weight"):
+            # The KL per distilled state over the extra steps (each measured before its step), and, anchored,
+            # how far the advised context drifted from the teacher meanwhile.
             losses["distill_extra_kl"] = extra["distill_kl"] / extra["distill_weight"]
+            if "anchor_kl" in extra:
+                losses["distill_extra_anchor_kl"] = extra["anchor_kl"] / extra["distill_weight"]
     if shard is not None and shard.rank != 0:
         return out  # the weights are the same on every worker; worker 0 saves them
     # The KL per distilled unit (the hook sums weight x KL; its weight share is distill_weight).

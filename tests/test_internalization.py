@@ -263,7 +263,8 @@ def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alon
     more_kl, more_main, extra, samples = after(3)
     # The shared update is the same either way; the extra phase is 3 epochs x 2 minibatches of distillation.
     assert more_main == base_main and extra["optimizer_steps"] == 6
-    assert extra["pg_loss"] == 0.0 and extra["distill_weight"] > 0
+    # Every sample of the extra phase carries the teacher: the term's weights sum to one in each minibatch.
+    assert extra["pg_loss"] == 0.0 and extra["distill_weight"] == pytest.approx(1.0)
     assert more_kl < 0.8 * base_kl
     # The update's own samples keep their PG term (the extra phase works on copies).
     assert sum(s.pg for s in samples) == len(grpo_samples(trajectories)[0]) > 0
@@ -275,17 +276,17 @@ def test_extra_distillation_epochs_run_end_to_end_and_need_distillation(tmp_path
         parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "extra_epochs": 1}})
     with pytest.raises(ValueError, match="distill.anchor acts on the distillation term"):
         parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "anchor": 1.0}})
-    params = parse_params(raw | {"distill": raw["distill"] | {"extra_epochs": 2, "gate": "retrieved"}})
+    params = parse_params(raw | {"distill": raw["distill"] | {"extra_epochs": 2, "gate": "retrieved", "anchor": 1.0}})
     run = train(params)
     for k in range(params.train.rounds):
         metrics = json.loads((run.round_dir(k) / "train_metrics.json").read_text())
-        assert "distill_extra_steps" in metrics and "distill_extra_kl" in metrics
+        assert {"distill_extra_steps", "distill_extra_kl", "distill_extra_anchor_kl", "anchor_kl"} <= set(metrics)
     # Every group retrieves the oracle's advice and is distilled (gate: retrieved): two more epochs of the
     # update's minibatches over the distilled states.
     metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
     assert metrics["distill_samples"] > 0
     assert metrics["distill_extra_steps"] == 2 * min(params.grpo.minibatches, metrics["distill_samples"])
-    assert metrics["distill_extra_kl"] > 0
+    assert metrics["distill_extra_kl"] > 0 and metrics["distill_extra_anchor_kl"] > 0
 
 
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():

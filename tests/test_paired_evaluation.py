@@ -142,6 +142,8 @@ def test_oracle_control_conditions_every_group_on_true_advice_and_keeps_no_bank(
                     "oracle"]
         metrics = json.loads((run.round_dir(k) / "train_metrics.json").read_text())
         assert metrics["optimizer_steps"] == 2 or metrics["samples"] == 0
+        # The options that add terms or steps (distill.anchor, distill.extra_epochs) are off by default.
+        assert not {"anchor_kl", "distill_extra_steps", "distill_extra_kl"} & set(metrics)
     ev = json.loads((run.round_dir(1) / "eval.json").read_text())["test_seen"]
     assert ev["retrieved_share"] == 1.0 and {"plain", "with_bank", "retention"} <= set(ev)
     # The point in between is the first 2 of the final point's 4 tasks (a paired prefix).

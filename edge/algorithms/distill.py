@@ -228,7 +228,8 @@ def distill_only_update(actor: Actor, optimizer: torch.optim.Optimizer, samples:
     """``distill.extra_epochs``: ``epochs x cfg.minibatches`` more optimizer steps, after the round's
     update, on the samples that carry the teacher, with the distillation loss ``extra_loss`` (and its
     anchor) alone: each joins as a copy that carries no PG term, so the update's own samples are
-    untouched. Returns ``policy_update``'s metrics (its ``optimizer_steps`` are these extra steps)."""
+    untouched, and every sample of a minibatch carries the term, so it is averaged over distilled states
+    only. Returns ``policy_update``'s metrics (its ``optimizer_steps`` are these extra steps)."""
     distilled = [dataclasses.replace(s, pg=False) for s in samples if "teacher" in s.extras]
     if not distilled:
         return {"optimizer_steps": 0}

@@ -16,7 +16,8 @@ The budget is fixed per round, not per sample: the round's samples are split int
 ``minibatches`` nearly equal minibatches per epoch, so every method takes ``epochs x minibatches``
 optimizer steps on its ``N x G`` episodes whatever the episodes' lengths. Another objective
 (EDGE's distillation) rides on the same samples and is weighted and normalised like the PG term
-(see ``policy_update``), so it neither adds optimizer steps nor dilutes the PG minibatches.
+(see ``policy_update``), so it neither adds optimizer steps nor dilutes the PG minibatches (the one
+declared exception: ``distill.extra_epochs``, extra steps of distillation alone after the update).
 """
 
 from __future__ import annotations

@@ -221,6 +221,9 @@ def read_run(folder: Path, splits: list[str]) -> dict:
                       "train_success_conditioned": fmean(g["success_conditioned"] for g in groups) if groups else None,
                       "distill_kl": metrics.get("distill_kl", 0.0),
                       "advice_shift_kl": metrics.get("advice_shift_kl"),
+                      # Recorded by runs with distill.anchor / distill.extra_epochs only.
+                      "anchor_kl": metrics.get("anchor_kl"), "distill_extra_kl": metrics.get("distill_extra_kl"),
+                      "distill_extra_steps": metrics.get("distill_extra_steps", 0),
                       "distill_samples": metrics.get("distill_samples", 0), "samples": metrics.get("samples", 0)}
             if (round_dir / "bank_changes.json").exists():
                 changes = json.loads((round_dir / "bank_changes.json").read_text())
