@@ -4,6 +4,7 @@ update within float rounding: same weights, same optimizer step count, same loss
 import json
 import shutil
 
+import pytest
 from safetensors.torch import load_file
 from test_train import tiny_params
 
@@ -21,10 +22,13 @@ def unseal(round_dir, *stages: str) -> None:
     (round_dir / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_two_process_update_matches_one_process(tmp_path):
+@pytest.mark.parametrize("distill", [{}, {"extra_epochs": 1, "anchor": 1.0}], ids=["default", "extra-anchored"])
+def test_two_process_update_matches_one_process(tmp_path, distill):
     params = tiny_params(tmp_path, rounds=1, method="edge-oracle-bank")
     params.rollout.tasks_per_round, params.rollout.group_size = 3, 4
     params.grpo.minibatches = 3
+    for name, value in distill.items():  # the extra steps of distillation alone take the sharded path too
+        setattr(params.distill, name, value)
     run = train(params)
     round_dir = run.round_dir(0)
     # A fresh tiny model rarely succeeds; give the groups rewards that differ so every state carries a
@@ -57,7 +61,11 @@ def test_two_process_update_matches_one_process(tmp_path):
     assert two["update_processes"] == 2 and one["update_processes"] == 1
     assert one["optimizer_steps"] == two["optimizer_steps"] == 3
     assert one["samples"] == two["samples"] > 0 and one["distill_samples"] > 0
-    for key in ("pg_loss", "distill_loss", "grad_norm", "clip_frac"):
+    keys = ["pg_loss", "distill_loss", "grad_norm", "clip_frac"]
+    if distill:
+        assert one["distill_extra_steps"] == two["distill_extra_steps"] == 3
+        keys += ["anchor_kl", "distill_extra_kl", "distill_extra_anchor_kl"]
+    for key in keys:
         assert abs(one[key] - two[key]) < 1e-5 * max(1.0, abs(one[key])), key
     assert w1.keys() == w2.keys()
     # Adam divides by the root of the squared gradients, so on weights whose gradient is almost zero the
