@@ -87,6 +87,10 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.extra_epochs=2"]),
     "o19": ("o6 with two more epochs of distillation alone a round, unanchored (the extra budget of o18)",
             ["bank.conditioned_pg=own-and-plain", "distill.extra_epochs=2"]),
+    "o20": ("o18 with the extra steps at a quarter of the learning rate (distill.extra_lr_scale = 0.25): the "
+            "12 extra steps move the weights about as far as 3 at the full rate",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.extra_epochs=2",
+             "distill.extra_lr_scale=0.25"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

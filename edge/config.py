@@ -357,6 +357,11 @@ class DistillConfig(_Section):
     ``normalize: separate`` does. Up to ``extra_epochs x grpo.minibatches`` optimizer steps a round more
     than GRPO takes (``distill_extra_steps`` beside ``optimizer_steps`` in the metrics): an extra budget
     every comparison must declare. 0 (the spec): distillation rides on the PG steps only."""
+    extra_lr_scale: float = Field(1.0, gt=0, le=1)
+    """Multiplies ``grpo.lr`` for the extra steps of ``extra_epochs`` only (the round's update keeps
+    GRPO's): Adam moves each weight about lr a step whatever the loss's scale, so this bounds how far the
+    extra budget can move the policy (12 extra steps at 0.25 move it as far as 3 at the full rate). 1.0:
+    the update's rate."""
 
     @model_validator(mode="after")
     def _options_that_need_distillation(self) -> DistillConfig:
@@ -364,6 +369,10 @@ class DistillConfig(_Section):
             raise ValueError("distill.anchor holds the live weights' advised outputs at the round's teacher, "
                              "which needs distill.estimator: exact and distill.teacher: current "
                              f"(got estimator: {self.estimator}, teacher: {self.teacher})")
+        if self.extra_lr_scale != 1.0 and self.extra_epochs == 0:
+            raise ValueError("distill.extra_lr_scale sets the learning rate of the extra steps of "
+                             f"distill.extra_epochs, which is 0 (got extra_lr_scale: {self.extra_lr_scale}); "
+                             "set extra_epochs > 0 or leave extra_lr_scale at 1.0")
         for name in ("anchor", "extra_epochs"):
             if getattr(self, name) > 0 and self.coef == 0:
                 raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "

@@ -503,7 +503,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     if extra_loss is not None and d_cfg.extra_epochs > 0:
         # Distillation alone towards the same teacher: declared extra optimizer steps (distill.extra_epochs).
         extra = distill_only_update(actor, optimizer, samples, update_cfg, d_cfg.extra_epochs, generator,
-                                    extra_loss, shard)
+                                    extra_loss, shard, d_cfg.extra_lr_scale)
         losses["distill_extra_steps"] = extra["optimizer_steps"]
         if extra.get("distill_weight"):
             # The KL per distilled state over the extra steps (each measured before its step), and, anchored,

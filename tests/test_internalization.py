@@ -270,10 +270,34 @@ def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alon
     assert sum(s.pg for s in samples) == len(grpo_samples(trajectories)[0]) > 0
 
 
+def test_the_extra_steps_learning_rate_scale_moves_the_weights_less_and_is_restored_after():
+    teacher = tiny_actor(seed=1)
+    trajectories = toy_groups(tiny_actor())
+    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", gate="retrieved")
+    cfg = UpdateConfig(lr=1e-3, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+
+    def displacement(lr_scale):
+        student = tiny_actor()
+        before = [p.detach().clone() for p in student.policy.model.parameters()]
+        optimizer = torch.optim.AdamW(student.policy.model.parameters(), lr=cfg.lr)
+        samples = [dataclasses.replace(s, extras=dict(s.extras)) for s in distill]
+        extra = distill_only_update(student, optimizer, samples, cfg, 2, torch.Generator().manual_seed(0),
+                                    make_distill_loss(1.0, "exact"), lr_scale=lr_scale)
+        assert extra["optimizer_steps"] == 4 and [g["lr"] for g in optimizer.param_groups] == [cfg.lr]
+        return sum(float((p.detach() - b).norm()) for p, b in zip(student.policy.model.parameters(), before))
+
+    full, quarter = displacement(1.0), displacement(0.25)
+    # Adam's steps scale with the rate: a quarter of it moves the weights a fraction as far (0.15 here).
+    assert 0.05 * full < quarter < 0.4 * full
+
+
 def test_extra_distillation_epochs_run_end_to_end_and_need_distillation(tmp_path):
     raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
     with pytest.raises(ValueError, match="distill.extra_epochs acts on the distillation term, which distill.coef: 0"):
         parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "extra_epochs": 1}})
+    with pytest.raises(ValueError, match="distill.extra_lr_scale sets the learning rate .* which is 0"):
+        parse_params(raw | {"distill": raw["distill"] | {"extra_lr_scale": 0.5}})
     with pytest.raises(ValueError, match="distill.anchor acts on the distillation term"):
         parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "anchor": 1.0}})
     params = parse_params(raw | {"distill": raw["distill"] | {"extra_epochs": 2, "gate": "retrieved", "anchor": 1.0}})

@@ -223,18 +223,29 @@ def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample
 
 
 def distill_only_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
-                        epochs: int, generator: torch.Generator, extra_loss, shard: Shard | None = None
-                        ) -> dict[str, float]:
+                        epochs: int, generator: torch.Generator, extra_loss, shard: Shard | None = None,
+                        lr_scale: float = 1.0) -> dict[str, float]:
     """``distill.extra_epochs``: ``epochs x cfg.minibatches`` more optimizer steps, after the round's
     update, on the samples that carry the teacher, with the distillation loss ``extra_loss`` (and its
     anchor) alone: each joins as a copy that carries no PG term, so the update's own samples are
     untouched, and every sample of a minibatch carries the term, so it is averaged over distilled states
-    only. Returns ``policy_update``'s metrics (its ``optimizer_steps`` are these extra steps)."""
+    only. ``lr_scale`` (``distill.extra_lr_scale``) multiplies the optimizer's learning rate for these
+    steps only; it is restored after, so the next round's update is GRPO's. Returns ``policy_update``'s
+    metrics (its ``optimizer_steps`` are these extra steps)."""
     distilled = [dataclasses.replace(s, pg=False) for s in samples if "teacher" in s.extras]
     if not distilled:
         return {"optimizer_steps": 0}
-    return policy_update(actor, optimizer, distilled, dataclasses.replace(cfg, epochs=epochs), generator,
-                         extra_loss, None, shard)
+    # Adam's steps are about lr long whatever the gradient's scale, so the learning rate, not the loss
+    # weight, is what bounds how far the extra steps move the weights.
+    lrs = [group["lr"] for group in optimizer.param_groups]
+    for group in optimizer.param_groups:
+        group["lr"] = group["lr"] * lr_scale
+    try:
+        return policy_update(actor, optimizer, distilled, dataclasses.replace(cfg, epochs=epochs), generator,
+                             extra_loss, None, shard)
+    finally:
+        for group, lr in zip(optimizer.param_groups, lrs):
+            group["lr"] = lr
 
 
 def teacher_anchor_kl(teacher_logp: torch.Tensor, live_logp: torch.Tensor) -> torch.Tensor:
