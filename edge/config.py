@@ -360,7 +360,7 @@ class DistillConfig(_Section):
     extra_lr_scale: float = Field(1.0, gt=0, le=1)
     """Multiplies ``grpo.lr`` for the extra steps of ``extra_epochs`` only (the round's update keeps
     GRPO's): Adam moves each weight about lr a step whatever the loss's scale, so this bounds how far the
-    extra budget can move the policy (12 extra steps at 0.25 move it as far as 3 at the full rate). 1.0:
+    extra budget can move the policy (12 extra steps at 0.25 move it at most about as far as 3 at the full rate). 1.0:
     the update's rate."""
 
     @model_validator(mode="after")
