@@ -458,6 +458,35 @@ def method_settings(params: EdgeParams) -> MethodSettings:
     )
 
 
+IGNORED_SECTIONS: dict[str, tuple[str, ...]] = {"grpo": ("bank", "distill"), "edge-no-distill": ("distill",)}
+"""Sections of ``params.yaml`` a method never reads: GRPO conditions nothing and distils nothing, the
+ablation without distillation distils nothing. One ``params.yaml`` drives every method, so these are
+not refused; ``ignored_settings`` names the ones set away from their defaults."""
+
+
+def ignored_settings(params: EdgeParams) -> list[str]:
+    """``section.field`` of every setting changed from its default that ``train.method`` does not read
+    (``IGNORED_SECTIONS``), e.g. ``distill.anchor`` for GRPO; `edge train` warns about them, so a
+    comparison whose baseline silently ran without an option says so."""
+    ignored = []
+    for section in IGNORED_SECTIONS.get(params.train.method, ()):
+        given = getattr(params, section).model_dump(mode="json")
+        default = type(getattr(params, section))().model_dump(mode="json")
+        ignored += _changed(given, default, section)
+    return ignored
+
+
+def _changed(given: dict[str, Any], default: dict[str, Any], prefix: str) -> list[str]:
+    """Dotted names of the fields of ``given`` that differ from ``default`` (nested sections walked)."""
+    out = []
+    for name, value in given.items():
+        if isinstance(value, dict) and isinstance(default.get(name), dict):
+            out += _changed(value, default[name], f"{prefix}.{name}")
+        elif value != default.get(name):
+            out.append(f"{prefix}.{name}")
+    return out
+
+
 class EdgeParams(_Section):
     """Everything in ``params.yaml``."""
 

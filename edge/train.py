@@ -52,7 +52,7 @@ from edge.algorithms.distill import (
     make_distill_loss,
 )
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
-from edge.config import EdgeParams, method_settings, run_folder_name, run_params
+from edge.config import EdgeParams, ignored_settings, method_settings, run_folder_name, run_params
 from edge.envs.base import Task
 from edge.envs.registry import env_names, generate_tasks
 from edge.evaluate import evaluate, retention
@@ -203,6 +203,10 @@ class Run:
         settings = method_settings(params)
         if cfg.env not in env_names():
             raise ValueError(f"train.env: unknown environment {cfg.env!r}; valid names: {env_names()}")
+        ignored = ignored_settings(params)
+        if ignored:
+            log.warning("train.method %s does not read %s (set away from the defaults): they change nothing in "
+                        "this run", cfg.method, ", ".join(ignored))
         if settings.experience == "oracle":
             from edge.guidance import require_oracle
 
