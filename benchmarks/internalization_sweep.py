@@ -91,6 +91,12 @@ CONFIGS = {
             "12 extra steps move the weights about as far as 3 at the full rate",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.extra_epochs=2",
              "distill.extra_lr_scale=0.25"]),
+    "o21": ("o17 with six of each group's eight members conditioned on the advice instead of four "
+            "(bank.rho = 0.75): more of the scaffold's episodes, each also reinforced in the plain context",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "bank.rho=0.75"]),
+    "o22": ("o17 with two of each group's eight members conditioned on the advice instead of four "
+            "(bank.rho = 0.25): more of the plain policy's own episodes",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "bank.rho=0.25"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
