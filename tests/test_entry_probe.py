@@ -1,0 +1,78 @@
+"""The per-entry probe: each entry's leave-one-out contribution, paired task by task."""
+
+from types import SimpleNamespace
+
+import pytest
+
+import edge.bank.probe as probe
+from edge.bank.probe import block_without, entry_effects, word_overlap
+from edge.envs.household import generate_tasks
+from edge.guidance import true_advice
+from tests.test_paired_evaluation import tiny_actor
+
+FRIDGE, VAGUE, NOISE = "look for apple in fridge .", "look around .", "sing a song ."
+
+
+def test_block_without_one_entry_and_the_oracles_words():
+    assert block_without([FRIDGE, VAGUE], 0) == VAGUE
+    assert block_without([FRIDGE, VAGUE], 1) == FRIDGE
+    assert block_without([FRIDGE], 0) is None  # nothing left: the plain episode
+    assert word_overlap("look for apple", ["look in the fridge for it"]) == pytest.approx(2 / 3)
+    assert word_overlap("sing", ["look in the fridge"]) == 0.0
+
+
+def test_contribution_is_what_leaving_the_entry_out_loses_and_lift_what_the_block_adds(monkeypatch):
+    """With a stand-in evaluation where an episode wins exactly when its block mentions the fridge, the
+    fridge entry contributes everything, the entries beside it nothing, and a lone entry's contribution
+    equals its lift (without it the episode is the plain one)."""
+    tasks = generate_tasks("test_seen", 9, seed=0)
+    blocks = {t.task_id: ([], []) for t in tasks}
+    for t in tasks[:3]:
+        blocks[t.task_id] = (["fridge", "vague"], [FRIDGE, VAGUE])
+    for t in tasks[3:6]:
+        blocks[t.task_id] = (["noise", "fridge"], [NOISE, FRIDGE])
+    for t in tasks[6:8]:
+        blocks[t.task_id] = (["vague"], [VAGUE])
+    calls = []
+
+    def fake_evaluate(actor, chosen, seed, experience_for=None):
+        ids = [t.task_id for t in chosen]
+        assert len(ids) == len(set(ids)), "a task twice in one evaluation would share its stream"
+        texts = {t.task_id: experience_for(t).text if experience_for else "" for t in chosen}
+        calls.append((seed, texts))
+        return SimpleNamespace(won_by_task={tid: "fridge" in text for tid, text in texts.items()})
+
+    monkeypatch.setattr(probe, "evaluate", fake_evaluate)
+    retrieved = lambda t: blocks[t.task_id] if blocks[t.task_id][0] else None  # noqa: E731
+    effects = {e.entry_id: e for e in entry_effects(None, tasks, [1, 2], retrieved)}
+    assert set(effects) == {"fridge", "vague", "noise"}
+    fridge, vague, noise = effects["fridge"], effects["vague"], effects["noise"]
+    assert (fridge.episodes, vague.episodes, noise.episodes) == (12, 10, 6)  # tasks shown on x 2 seeds
+    assert fridge.contribution == 1.0 and fridge.lift == 1.0
+    # vague: with the fridge entry on 3 tasks (the block wins with or without it), alone on 2 (never wins).
+    assert vague.contribution == 0.0 and vague.lift == pytest.approx(6 / 10)
+    assert noise.contribution == 0.0 and noise.lift == 1.0
+    # The task that retrieves nothing is not played; each seed plays plain, the block, and one left-out position each.
+    assert all(len(texts) <= 8 for _, texts in calls) and {seed for seed, _ in calls} == {1, 2}
+    assert len(calls) == 2 * 4
+    assert [e.entry_id for e in entry_effects(None, tasks, [1], retrieved)][0] == "fridge"  # most helpful first
+
+
+def test_a_real_policy_is_probed_on_the_same_streams_as_its_evaluation():
+    """On the tiny policy and real episodes: an entry's block success over its tasks is exactly what
+    `evaluate` gives those tasks with the same block and seed, and the oracle's own advice agrees fully."""
+    from edge.evaluate import evaluate
+    from edge.rollout import Experience
+
+    actor, tasks = tiny_actor(), generate_tasks("test_seen", 6, seed=3)
+    oracle_line = {t.task_id: true_advice(t)[0] for t in tasks}
+    retrieved = lambda t: ([f"oracle-{t.task_id}", "vague"], [oracle_line[t.task_id], VAGUE])  # noqa: E731
+    effects = {e.entry_id: e for e in entry_effects(actor, tasks, [5], retrieved, oracle=true_advice)}
+    block = evaluate(actor, tasks, 5, experience_for=lambda t: Experience(f"{oracle_line[t.task_id]} {VAGUE}"))
+    without_vague = evaluate(actor, tasks, 5, experience_for=lambda t: Experience(oracle_line[t.task_id]))
+    vague = effects["vague"]
+    assert vague.episodes == len(tasks)
+    assert vague.block_wins == sum(block.won_by_task.values())
+    assert vague.without_wins == sum(without_vague.won_by_task.values())
+    assert all(effects[f"oracle-{t.task_id}"].oracle_agreement == 1.0 for t in tasks)
+    assert vague.oracle_agreement < 1.0
