@@ -1,7 +1,7 @@
 """Which of a learned bank's entries are worth following (issue 16): each entry's paired effect.
 
 For the EDGE run of each seed (a folder `edge bench learning` or `benchmarks/internalization_sweep.py`
-wrote), its final bank is probed entry by entry (`edge.bank.probe.entry_effects`) on the policies that
+wrote), its final bank is probed entry by entry (`edge.benchmarking.entry_probe.entry_effects`) on the policies that
 would read it: the run's warm start and its final checkpoint. Every evaluation task that retrieves
 anything is played plain, with its block, and with the block less each entry, on the same streams; an
 entry's contribution is what leaving it out costs, its lift what the whole block adds where it is shown,
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from edge.bank.probe import entry_effects, retrieved_entries
+from edge.benchmarking.entry_probe import entry_effects, retrieved_entries
 from edge.benchmarking.machine import describe_machine
 from edge.config import run_params
 from edge.envs.registry import knowledge

@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import edge.bank.probe as probe
-from edge.bank.probe import block_without, entry_effects, word_overlap
+import edge.benchmarking.entry_probe as probe
+from edge.benchmarking.entry_probe import block_without, entry_effects, word_overlap
 from edge.envs.household import generate_tasks
 from edge.guidance import true_advice
 from tests.test_paired_evaluation import tiny_actor
