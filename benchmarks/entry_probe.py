@@ -7,7 +7,9 @@ anything is played plain, with its block, and with the block less each entry, on
 entry's contribution is what leaving it out costs, its lift what the whole block adds where it is shown,
 its oracle words the share of its words the oracle's advice for the task also says. Entries are grouped
 by the environment's episode stage (household: where to find the object, how to transform it, the second
-object, generic advice), so the table says which kind of guidance earns or costs the bank's worth.
+object, generic advice), so the table says which kind of guidance earns or costs the bank's worth. Last,
+per policy, the retrieving tasks are played with the block shown only where it is complete (an entry for
+every stage of the oracle's advice for the task; else plain), beside the block as retrieved.
 
     .venv/bin/python benchmarks/entry_probe.py --edge-runs benchmarks/sweep/internalization/e7 \
         --seed 0 --seed 1 --tasks 200 --sample-seed 7 --sample-seed 8
@@ -29,9 +31,11 @@ from edge.benchmarking.entry_probe import entry_effects, retrieved_entries
 from edge.benchmarking.machine import describe_machine
 from edge.config import run_params
 from edge.envs.registry import knowledge
+from edge.evaluate import evaluate
 from edge.guidance import has_oracle, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy
+from edge.rollout import Experience
 from edge.train import Run
 
 STAGES = {0: "find the object", 1: "transform / lamp", 2: "second object", 3: "generic"}
@@ -67,7 +71,31 @@ def probe_run(edge_run: Path, bases: Path, env: str, seed: int, n_tasks: int, sp
         rows = [e.as_dict() | {"stage": STAGES.get(stage(e.text), str(stage(e.text))) if stage else "-"}
                 for e in effects]
         out["policies"][name] = {"entries": rows, "stages": pooled(rows)}
+        if stage and oracle:
+            out["policies"][name]["complete_blocks"] = complete_blocks(actor, tasks, sample_seeds, retrieved, stage)
     return out
+
+
+def complete_blocks(actor: Actor, tasks: list, sample_seeds: list[int], retrieved, stage) -> dict:
+    """Success on the retrieving tasks plain, with the retrieved block, and with the block shown only where
+    it is complete (it has an entry for every stage the oracle's advice for the task has; else plain)."""
+    shown = {t.task_id: found for t in tasks if (found := retrieved(t)) is not None}
+    probed = [t for t in tasks if t.task_id in shown]
+
+    def complete(t) -> bool:
+        return {stage(line) for line in true_advice(t)} <= {stage(text) for text in shown[t.task_id][1]}
+
+    def block(t):
+        return Experience(" ".join(shown[t.task_id][1]))
+
+    result = {"tasks": len(probed), "complete": sum(complete(t) for t in probed), "plain": 0.0, "block": 0.0,
+              "complete_only": 0.0}
+    for seed in sample_seeds:
+        result["plain"] += evaluate(actor, probed, seed).success / len(sample_seeds)
+        result["block"] += evaluate(actor, probed, seed, experience_for=block).success / len(sample_seeds)
+        result["complete_only"] += evaluate(actor, probed, seed, experience_for=lambda t: block(t) if complete(t)
+                                            else None).success / len(sample_seeds)
+    return result
 
 
 def pooled(rows: list[dict]) -> dict:
@@ -114,6 +142,17 @@ def markdown(results: list[dict], args: argparse.Namespace) -> str:
             lines.append(f"| {policy} | {name} | {t['entries']} | {t['episodes']} "
                          f"| {100 * t['contribution'] / n:+.1f} | {100 * t['lift'] / n:+.1f} "
                          f"| {t['oracle_words'] / n:.2f} | {t['helping']} / {t['hurting']} |")
+    if all("complete_blocks" in res["policies"]["EDGE final"] for res in results):
+        lines += ["", "## Complete blocks only, by seed", "",
+                  "On the retrieving tasks: plain, with the block retrieval gives, and with the block shown only "
+                  "where it has an entry for every stage of the oracle's advice for the task (else plain).", "",
+                  "| seed | policy | retrieving tasks | complete blocks | plain | block | complete blocks only |",
+                  "|---|---|---|---|---|---|---|"]
+        for res in results:
+            for policy in ("warm start", "EDGE final"):
+                c = res["policies"][policy]["complete_blocks"]
+                lines.append(f"| {res['seed']} | {policy} | {c['tasks']} | {c['complete']} | {c['plain']:.1%} "
+                             f"| {c['block']:.1%} | {c['complete_only']:.1%} |")
     lines += ["", "## Every entry, by seed (EDGE final)", ""]
     for res in results:
         lines += [f"### seed {res['seed']}: {res['retrieving_tasks']} of {res['tasks']} tasks retrieve", "",
