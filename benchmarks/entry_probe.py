@@ -26,6 +26,7 @@ import json
 from pathlib import Path
 
 import torch
+from advice_probe import base_folder  # this folder's advice probe: where a seed's warm start is
 
 from edge.benchmarking.entry_probe import entry_effects, retrieved_entries
 from edge.benchmarking.machine import describe_machine
@@ -41,13 +42,6 @@ from edge.train import Run
 STAGES = {0: "find the object", 1: "transform / lamp", 2: "second object", 3: "generic"}
 
 
-def base_folder(bases: Path, env: str, seed: int) -> Path:
-    for folder in (bases / f"base-{env}-s{seed}", bases / f"base-{env}"):
-        if folder.exists():
-            return folder
-    raise FileNotFoundError(f"no warm start base-{env}-s{seed} or base-{env} in {bases}")
-
-
 def probe_run(edge_run: Path, bases: Path, env: str, seed: int, n_tasks: int, split: str,
               sample_seeds: list[int]) -> dict:
     """Per policy (warm start, final), every retrieved entry's effect; per stage, the pooled totals."""
@@ -60,12 +54,17 @@ def probe_run(edge_run: Path, bases: Path, env: str, seed: int, n_tasks: int, sp
     if not checkpoint.is_dir():
         raise FileNotFoundError(f"{checkpoint}: the run has not finished its last round")
     tasks = run.eval_tasks(split)[:n_tasks]
-    retrieved = retrieved_entries(run.bank(), params.bank)
+    retrieve = retrieved_entries(run.bank(), params.bank)
+    found = {t.task_id: retrieve(t) for t in tasks}  # once per task, for both policies
+
+    def retrieved(task):
+        return found[task.task_id]
+
     oracle = true_advice if has_oracle(env) else None
     stage = knowledge(env).guidance_stage if knowledge(env).has("guidance_stage") else None
     out = {"run": str(edge_run), "seed": seed, "tasks": len(tasks),
            "retrieving_tasks": sum(retrieved(t) is not None for t in tasks), "policies": {}}
-    for name, folder in (("warm start", base_folder(bases, env, seed)), ("EDGE final", checkpoint)):
+    for name, folder in (("warm start", base_folder(edge_run.parent, bases, env, seed)), ("EDGE final", checkpoint)):
         actor = Actor(load_policy(params.policy, checkpoint=folder, seed=seed, envs=[env]))
         effects = entry_effects(actor, tasks, sample_seeds, retrieved, oracle)
         rows = [e.as_dict() | {"stage": STAGES.get(stage(e.text), str(stage(e.text))) if stage else "-"}

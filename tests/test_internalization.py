@@ -388,12 +388,12 @@ def test_the_withdrawal_schedule_sets_each_rounds_conditioned_members(tmp_path, 
 
 
 def test_settings_a_method_never_reads_are_named_and_warned_about(caplog):
-    from edge.config import ignored_settings
+    from edge.config import ignored_settings, with_overrides
     from edge.train import Run
 
     changed = ["distill.anchor=1.0", "bank.rho=0.75", "bank.prune.min_uses=7", "grpo.lr=0.001"]
     assert ignored_settings(parse_params({})) == []
-    grpo = parse_params(_overrides({"train": {"method": "grpo", "base_checkpoint": None}}, changed))
+    grpo = with_overrides(parse_params({"train": {"method": "grpo", "base_checkpoint": None}}), changed)
     assert ignored_settings(grpo) == ["bank.rho", "bank.prune.min_uses", "distill.anchor"]
     no_distill = grpo.model_copy(update={"train": grpo.train.model_copy(update={"method": "edge-no-distill"})})
     assert ignored_settings(no_distill) == ["distill.anchor"]
@@ -403,16 +403,3 @@ def test_settings_a_method_never_reads_are_named_and_warned_about(caplog):
         Run.check(grpo)
     assert "train.method grpo does not read bank.rho, bank.prune.min_uses, distill.anchor" in caplog.text
 
-
-def _overrides(raw: dict, overrides: list[str]) -> dict:
-    """``raw`` with ``section.key[.key]=value`` overrides set (values parsed as YAML)."""
-    import yaml
-
-    for item in overrides:
-        path, value = item.split("=", 1)
-        *parents, name = path.split(".")
-        node = raw
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[name] = yaml.safe_load(value)
-    return raw
