@@ -115,6 +115,19 @@ CONFIGS = {
             "members are conditioned",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen", "bank.conditioned_pg=own-and-plain"]),
+    "e13": ("EDGE with its own bank, a block only where it is complete (an entry for every step of the task's "
+            "type, bank.block_rule = complete), in training and evaluation",
+            ["bank.block_rule=complete"]),
+    "e14": ("e11 with complete blocks only (bank.block_rule = complete)",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen", "bank.block_rule=complete"]),
+    "e15": ("e14 with each task type's steps written for the round's subjects once winners showed the step "
+            "(bank.subjects = seen-and-steps): complete blocks before each step has failed",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-steps", "bank.block_rule=complete"]),
+    "e16": ("e11 with the steps too (bank.subjects = seen-and-steps), blocks the top 2 as before",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-steps"]),
 }
 
 

@@ -239,6 +239,13 @@ class BankConfig(_Section):
     are retrieved does not change. Default ``episode``: the learned bank's advice is worth about half
     the oracle's to the warm start in that order and nothing in the other (benchmarks/results/block_order.md).
     Runs made before this field existed listed by similarity (``BEHAVIOUR_BEFORE_FIELD``)."""
+    block_rule: Literal["top_k", "complete"] = "top_k"
+    """Which entries make the block: ``top_k``, the ``top_k`` most similar (the spec); ``complete``, the
+    most similar entry for each step a task of its type takes (``Knowledge.task_stages``: household finds
+    the object, then transforms it, takes it to the lamp or finds a second one), and no block at all when
+    the bank lacks an entry for one of them: for EDGE's trained policy a block missing a step is worse
+    than none (benchmarks/results/entry_probe_household.md). ``top_k`` is then not read; an environment
+    without ``task_stages`` keeps ``top_k`` (a warning says so)."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by
@@ -294,12 +301,15 @@ class BankConfig(_Section):
     """Which tasks an entry serves: ``task_type``, the failure's task type (and every type for the
     environment's generic guidance); ``knowledge``, what the environment says the guidance is about
     (household: where an object lies serves every task type that needs the object)."""
-    subjects: Literal["failed", "seen"] = "failed"
+    subjects: Literal["failed", "seen", "seen-and-steps"] = "failed"
     """Which subjects get knowledge entries: ``failed``, those of this round's failure signatures (the
     spec: guidance for failure modes); ``seen``, also every subject the evidence says enough about
     (``Knowledge.subject_guidance``; household: where each object kind lies, once seen 3 times), so a
-    task about a subject no task has failed on yet still retrieves it. Needs ``grain: knowledge`` (the
-    entries serve every task type)."""
+    task about a subject no task has failed on yet still retrieves it; ``seen-and-steps``, also each task
+    type's steps for every subject the round's tasks of the type are about, once winners showed the step
+    (``Knowledge.step_guidance``; household: heat the apple with the microwave, from the tool the winners
+    of heating tasks used), so that a task's block can have every step (``block_rule: complete``) before
+    it has failed each. Both need ``grain: knowledge`` (the subject's entries serve every task type)."""
     synthesizer: Literal["template", "lm"] = "template"
     lm_endpoint: str | None = None
     """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""
@@ -309,8 +319,8 @@ class BankConfig(_Section):
 
     @model_validator(mode="after")
     def _subjects_serve_every_type(self) -> BankConfig:
-        if self.subjects == "seen" and self.grain != "knowledge":
-            raise ValueError("bank.subjects: seen writes entries that serve every task type, which needs "
+        if self.subjects != "failed" and self.grain != "knowledge":
+            raise ValueError(f"bank.subjects: {self.subjects} writes entries that serve every task type, which needs "
                              f"bank.grain: knowledge (got grain: {self.grain})")
         return self
 

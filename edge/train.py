@@ -217,7 +217,8 @@ class Run:
         elif settings.stores_bank:
             from edge.bank.synthesis import missing_parts
 
-            for line in missing_parts(cfg.env, params.bank.synthesizer, params.bank.subjects):
+            for line in missing_parts(cfg.env, params.bank.synthesizer, params.bank.subjects,
+                                      params.bank.block_rule):
                 log.warning("environment %r: %s", cfg.env, line)
         if cfg.base_checkpoint:
             base = Path(cfg.base_checkpoint)

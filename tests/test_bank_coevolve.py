@@ -138,3 +138,29 @@ def test_subjects_seen_writes_where_an_object_lies_for_kinds_no_task_failed_on(t
 def test_subjects_seen_needs_entries_that_serve_every_task_type():
     with pytest.raises(ValueError, match="bank.grain: knowledge"):
         BankConfig(subjects="seen")
+
+
+def test_seen_and_steps_writes_a_task_types_step_from_its_winners_so_blocks_are_complete(tmp_path):
+    from edge.bank.retrieval import retrieve_for_task
+
+    heat = next(t for t in generate_tasks("train", 200, seed=4) if t.task_type == "pick_heat_then_place_in_recep")
+    obj, heat_type = heat.spec["goal"]["object"], heat.task_type
+    lost, won = lost_and_won(heat)  # the winner heats with the room's microwave; the loser never finds the object
+    steps = BankConfig(evidence="accumulated", revise=True, grain="knowledge", subjects="seen-and-steps")
+    bank = ExperienceBank.open(tmp_path / "steps", HashEmbedder())
+    first = co_evolve(bank, [lost, won], [], 0, steps)
+    assert first["evidence"]["household"]["won_steps"] == {heat_type: {"microwave": 1}}
+    added = {a["signature"]: a for a in first["added"]}
+    step = bank.get(added[f"{heat_type}|{obj}|no_transform"]["id"])
+    assert step.text == f"try : heat the {obj} with the microwave before you put it in place ."
+    assert step.task_type == heat_type and step.key == obj and step.provenance[0] == won.traj_id
+    # No task failed to heat, yet the heating task's block is complete: where to look, then the step.
+    complete = steps.model_copy(update={"embedder": "hash", "similarity_threshold": -1.0, "block_rule": "complete"})
+    assert retrieve_for_task(bank, heat, complete)[1] == [added[f"any|{obj}|not_found"]["id"], step.id]
+    # Without the step option, or without a winner of the type, no step is written.
+    for name, cfg, trajectories in (("seen", steps.model_copy(update={"subjects": "seen"}), [lost, won]),
+                                    ("no-winner", steps, [lost])):
+        other = ExperienceBank.open(tmp_path / name, HashEmbedder())
+        written = co_evolve(other, trajectories, [], 0, cfg)["added"]
+        assert not any(a["signature"].endswith("|no_transform") for a in written), name
+        assert retrieve_for_task(other, heat, complete) is None, name

@@ -234,6 +234,53 @@ def test_block_order_episode_lists_the_find_entry_before_the_transform_step(tmp_
         assert [knowledge.guidance_stage(a) for a in advice] == sorted(knowledge.guidance_stage(a) for a in advice)
 
 
+def test_complete_blocks_show_one_entry_per_step_or_nothing(tmp_path):
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.retrieval import retrieve_for_task
+    from edge.bank.store import ExperienceBank
+    from edge.config import BankConfig
+    from edge.envs.household.knowledge import HouseholdKnowledge, avoid_searched_again
+
+    tasks = generate_tasks("train", 200, seed=4)
+    simple_objects = {x.spec["goal"]["object"] for x in tasks if x.task_type == "pick_and_place_simple"}
+    task = next(t for t in tasks if t.task_type == "pick_heat_then_place_in_recep"
+                and t.spec["goal"]["object"] in simple_objects)
+    obj, t = task.spec["goal"]["object"], task.task_type
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    # Two "where to look" entries and the generic advice, but nothing on heating: the top 2 are shown,
+    # the complete rule shows nothing.
+    bank.add([BankEntry(id="g000001", text=f"try : look for {obj} in fridge , countertop .", kind="try",
+                        task_type=t, signature=f"{t}|{obj}|not_found", key=obj),
+              BankEntry(id="g000002", text=f"try : look for {obj} in cabinet .", kind="try",
+                        task_type="any", signature=f"any|{obj}|not_found", key=obj),
+              BankEntry(id="g000003", text=avoid_searched_again(), kind="avoid", task_type="any",
+                        signature=f"any|{obj}|searched_again", key=obj)])
+    top_k = BankConfig(embedder="hash", similarity_threshold=-1.0)
+    complete = BankConfig(embedder="hash", similarity_threshold=-1.0, block_rule="complete", top_k=1)
+    assert len(retrieve_for_task(bank, task, top_k)[1]) == 2
+    assert retrieve_for_task(bank, task, complete) is None
+    # With an entry for the heating step the block is complete: one find entry (the more similar one),
+    # then the heating step, even with top_k 1 (the rule does not read it) and the generic advice left out.
+    bank.add([BankEntry(id="g000004", text=f"try : heat the {obj} with the microwave before you put it in place .",
+                        kind="try", task_type=t, signature=f"{t}|{obj}|no_transform", key=obj)])
+    text, ids = retrieve_for_task(bank, task, complete)
+    finds = [e.id for e, _ in bank.retrieve(task.instruction, 10, -1.0, t) if e.id in ("g000001", "g000002")]
+    assert ids == [finds[0], "g000004"]
+    assert text.startswith(f"try : look for {obj} in ") and text.endswith("before you put it in place .")
+    # A simple placing task needs only the find entry; the transform entry (of another type) is not its step.
+    simple = next(x for x in tasks if x.task_type == "pick_and_place_simple" and x.spec["goal"]["object"] == obj)
+    assert retrieve_for_task(bank, simple, complete)[1] == ["g000002"]  # the entry for any type
+    # The stages a type takes are those of the oracle's advice for its tasks (where it knows a place).
+    knowledge = HouseholdKnowledge()
+    for x in tasks:
+        advice = knowledge.oracle_advice(x)
+        assert {knowledge.guidance_stage(a) for a in advice} <= knowledge.task_stages(x)
+        if len(advice) == len(knowledge.task_stages(x)):
+            assert {knowledge.guidance_stage(a) for a in advice} == knowledge.task_stages(x)
+    with pytest.raises(ValueError, match="block_rule"):
+        BankConfig(block_rule="some")
+
+
 def test_a_run_from_before_block_order_existed_is_read_with_the_order_it_used():
     from edge.config import EdgeParams, run_params
 

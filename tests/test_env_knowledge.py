@@ -139,6 +139,15 @@ def test_missing_parts_are_said_at_start_and_the_oracle_control_refuses(installe
         demonstrations(WarmupConfig(env="keysdoors-bare"), history_steps=1, seed=0)
 
 
+def test_complete_blocks_need_the_task_stages_part(installed):
+    from edge.bank.synthesis import missing_parts
+
+    said = missing_parts("keysdoors", "template", block_rule="complete")
+    assert any("KNOWLEDGE.task_stages" in line for line in said), said
+    assert not any("task_stages" in line for line in missing_parts("keysdoors", "template"))
+    assert not any("task_stages" in line for line in missing_parts("household", "template", block_rule="complete"))
+
+
 def test_a_subject_missing_from_the_instruction_is_warned_about(installed, caplog):
     from helpers import played
 

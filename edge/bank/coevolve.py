@@ -10,7 +10,8 @@ and the snapshot). It returns the round's record of changes, which the stage wri
 2. **Synthesis**: guidance for failure signatures no active entry covers (``edge.bank.synthesis``),
    written from the environment's evidence (this round's, or accumulated over the run:
    ``bank.evidence``), and with ``bank.subjects: seen`` knowledge about every subject the evidence
-   knows enough about, failed on or not; a near-duplicate of an active entry of the same task type (text similarity at
+   knows enough about, failed on or not (``seen-and-steps``: and each task type's steps for the round's
+   subjects); a near-duplicate of an active entry of the same task type (text similarity at
    least ``bank.merge_threshold``; with ``bank.grain: knowledge`` also about the same subject) is
    stored as ``merged`` into it, its provenance added to the twin's. With ``bank.revise``, a
    signature whose active entry the evidence now contradicts (the writer says something else) gets a
@@ -114,9 +115,10 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
     evidence = round_evidence(trajectories) if evidence is None else evidence
     written = synthesize(trajectories, synthesizer, round_index, bank.next_id, cfg.max_chars, covered,
                          evidence=evidence, grain=cfg.grain, counts=counts)
-    if cfg.subjects == "seen":
+    if cfg.subjects != "failed":
         written += subject_entries(trajectories, round_index, bank.next_id, evidence, cfg.max_chars, covered,
-                                   skip={e.signature for e in written}, counts=counts)
+                                   skip={e.signature for e in written}, counts=counts,
+                                   steps=cfg.subjects == "seen-and-steps")
     for entry in written:
         old = to_revise.pop(entry.signature, None)
         if old is not None:

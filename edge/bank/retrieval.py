@@ -57,8 +57,8 @@ def prompt_text(entry: BankEntry, max_chars: int | None = None, language: str = 
 
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
                         key_must_match: bool = True, max_chars: int | None = None,
-                        language: str = "ascii", stage: Callable[[str], int] | None = None
-                        ) -> tuple[str, list[str]] | None:
+                        language: str = "ascii", stage: Callable[[str], int] | None = None,
+                        steps: set[int] | None = None) -> tuple[str, list[str]] | None:
     """(experience text, entry ids) for a task, or None when nothing relevant is active.
 
     Active entries of the task's type (or of any type) whose key is similar enough to the instruction,
@@ -66,19 +66,29 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     embeddings associate subjects (a "pillow" key scores high for "put a keychain on bed"). Entries
     whose text the sanitiser refuses are skipped (``prompt_text``); the next candidates take their place.
     ``stage``: the chosen entries are listed in the order of the episode stage it gives each text
-    (``Knowledge.guidance_stage``; ties keep the similarity order); None lists them best first."""
-    found = bank.retrieve(instruction, 4 * top_k, threshold, task_type)
+    (``Knowledge.guidance_stage``; ties keep the similarity order); None lists them best first.
+    ``steps`` (with ``stage``; ``bank.block_rule: complete``): the block is instead the most similar entry
+    of each of these stages (``Knowledge.task_stages``), listed in stage order, and None unless every
+    stage has one: a block that covers only some of a task's steps is not shown."""
+    # Complete blocks choose among every entry the task's subject and type retrieve, not the top_k alone
+    # (a third "where to look" entry must not crowd out the only "what to do next" one).
+    wanted = top_k if steps is None else None
+    found = bank.retrieve(instruction, 4 * top_k if wanted else max(len(bank), 1), threshold, task_type)
     if key_must_match:
         words = set(split_words(instruction))
         found = [(e, score) for e, score in found if set(split_words(e.key)) <= words]
     shown = []
     for entry, _ in found:
-        if len(shown) >= top_k:
+        if wanted is not None and len(shown) >= wanted:
             break
         text = prompt_text(entry, max_chars, language)
-        if text is not None:
-            shown.append((entry, text))
-    if not shown:
+        if text is None:
+            continue
+        if steps is not None:
+            if stage(text) not in steps or any(stage(t) == stage(text) for _, t in shown):
+                continue  # generic advice, or a stage that already has its (more similar) entry
+        shown.append((entry, text))
+    if not shown or (steps is not None and {stage(t) for _, t in shown} != steps):
         return None
     if stage is not None:
         shown.sort(key=lambda pair: stage(pair[1]))  # stable: the same stage keeps the similarity order
@@ -90,9 +100,12 @@ def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: 
     """``retrieve_experience`` with the ``bank`` section's settings, for ``task`` (training, evaluation
     and `edge eval` all retrieve through here). ``query``: what is embedded (default the instruction;
     per-step retrieval adds the observation)."""
-    stage = knowledge(task.env).guidance_stage if cfg.block_order == "episode" else None
+    known = knowledge(task.env)
+    steps = known.task_stages(task) if cfg.block_rule == "complete" and known.has("task_stages") else None
+    # Complete blocks list their stages in order whatever bank.block_order says: one entry per step.
+    stage = known.guidance_stage if cfg.block_order == "episode" or steps is not None else None
     return retrieve_experience(bank, query or task.instruction, task.task_type, cfg.top_k, cfg.similarity_threshold,
-                               cfg.key_must_match, cfg.max_chars, stage=stage)
+                               cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps)
 
 
 def random_entries(bank: ExperienceBank, n: int, rng: random.Random, max_chars: int | None = None,

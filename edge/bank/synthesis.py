@@ -47,7 +47,7 @@ def warn_once(env: str, message: str) -> None:
         log.warning("environment %r: %s", env, message)
 
 
-def missing_parts(env: str, synthesizer: str, subjects: str = "failed") -> list[str]:
+def missing_parts(env: str, synthesizer: str, subjects: str = "failed", block_rule: str = "top_k") -> list[str]:
     """One line per knowledge part the bank's co-evolution needs and ``env`` lacks (said at start)."""
     have = knowledge(env)
     lines = []
@@ -56,9 +56,15 @@ def missing_parts(env: str, synthesizer: str, subjects: str = "failed") -> list[
     elif synthesizer == "template" and not have.has("write_guidance"):
         lines.append("no guidance writer (KNOWLEDGE.write_guidance): the template synthesizer writes nothing, so "
                      "the bank stays empty (bank.synthesizer: lm writes without it)")
-    if subjects == "seen" and not have.has("subject_guidance"):
-        lines.append("no subject knowledge (KNOWLEDGE.subject_guidance): with bank.subjects: seen, only failures "
-                     "write entries")
+    if subjects != "failed" and not have.has("subject_guidance"):
+        lines.append(f"no subject knowledge (KNOWLEDGE.subject_guidance): with bank.subjects: {subjects}, only "
+                     "failures write entries")
+    if subjects == "seen-and-steps" and not have.has("step_guidance"):
+        lines.append("no step knowledge (KNOWLEDGE.step_guidance): with bank.subjects: seen-and-steps, a task type's "
+                     "steps are written only for failures")
+    if block_rule == "complete" and not have.has("task_stages"):
+        lines.append("no task stages (KNOWLEDGE.task_stages): with bank.block_rule: complete, blocks are still the "
+                     "bank.top_k most similar entries")
     return lines
 
 
@@ -225,10 +231,12 @@ def synthesize(trajectories: list[Trajectory], synthesizer, round_index: int, ne
 
 def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, evidence: dict[str, Any],
                     max_chars: int = 300, covered=lambda signature, text: False, skip: set[str] = frozenset(),
-                    counts: Counter | None = None) -> list[BankEntry]:
+                    counts: Counter | None = None, steps: bool = False) -> list[BankEntry]:
     """Entries of knowledge about subjects (``bank.subjects: seen``): for every subject the environment's
     evidence says enough about (``Knowledge.subject_guidance``), whether or not a task about it has failed,
-    the entry its failure would get, for every task type ("any"), keyed by the subject. ``skip``: signatures
+    the entry its failure would get, for every task type ("any"), keyed by the subject. With ``steps``
+    (``seen-and-steps``) also each task type's steps for the round's subjects of the type
+    (``Knowledge.step_guidance``), for that type. ``skip``: signatures
     this round's failures already wrote for; ``covered`` as in ``synthesize``. ``counts`` is incremented per
     subject: ``subject_refused_by_sanitiser``, ``subject_covered``, ``subject_written``."""
     counts = Counter() if counts is None else counts
@@ -239,8 +247,11 @@ def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, ev
         if not reader.has("subject_guidance"):
             continue  # said once at start (missing_parts)
         pages_of = {t.traj_id: [s.observation for s in t.steps] for t in by_env[env]}
-        for note in reader.subject_guidance(by_env[env], evidence[env]):
-            signature = f"any|{note.subject}|{note.pattern}"
+        notes = reader.subject_guidance(by_env[env], evidence[env])
+        if steps and reader.has("step_guidance"):
+            notes += reader.step_guidance(by_env[env], evidence[env])
+        for note in notes:
+            signature = f"{note.task_type}|{note.subject}|{note.pattern}"
             if signature in skip:
                 continue
             clean = sanitize_guidance(note.text, [p for i in note.provenance for p in pages_of.get(i, [])],
@@ -253,6 +264,7 @@ def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, ev
                 continue
             counts["subject_written"] += 1
             entries.append(BankEntry(
-                id=new_id(), text=clean, kind=note.kind, task_type="any", signature=signature, key=note.subject,
+                id=new_id(), text=clean, kind=note.kind, task_type=note.task_type, signature=signature,
+                key=note.subject,
                 created_round=round_index, provenance=list(note.provenance), synthesizer="template"))
     return entries

@@ -138,12 +138,15 @@ class SubjectGuidance:
     subject: str
     """The entry's key: words the instructions it serves contain ("apple")."""
     pattern: str
-    """The failure pattern it prevents ("not_found"): the signature is ``any|subject|pattern``."""
+    """The failure pattern it prevents ("not_found"): the signature is ``task_type|subject|pattern``."""
     kind: str
     """``try``, ``avoid`` or ``recover`` (``edge.guidance.entry`` phrases the text)."""
     text: str
     provenance: tuple[str, ...]
     """Ids of this round's trajectories whose evidence it was written from."""
+    task_type: str = "any"
+    """Which tasks it serves: "any" (knowledge about the subject, whatever the task) or one task type (a
+    step that type takes, ``step_guidance``)."""
 
 
 class Knowledge:
@@ -161,8 +164,8 @@ class Knowledge:
     contain ("apple", "red"), never an id.
     """
 
-    PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "guidance_stage", "oracle_advice",
-             "demonstrators", "guidance_vocabulary")
+    PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "step_guidance",
+             "guidance_stage", "task_stages", "oracle_advice", "demonstrators", "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
     """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
@@ -198,6 +201,14 @@ class Knowledge:
         ``any|subject|pattern`` with the entry a failure of that pattern would write."""
         raise NotImplementedError
 
+    def step_guidance(self, trajectories: list[Trajectory], evidence: Any) -> list[SubjectGuidance]:
+        """Knowledge about a task type's steps, for every subject this round's tasks of the type are
+        about, once the evidence shows winners taking the step (``bank.subjects: seen-and-steps``;
+        household: heat the object with the tool the winners heated with, before placing it). Each
+        serves its task type (``SubjectGuidance.task_type``) and shares its signature with the entry
+        a failure to take the step would write."""
+        raise NotImplementedError
+
     def entry_task_type(self, failure: Failure, text: str) -> str:
         """Which tasks an entry written for ``failure`` serves (``bank.grain: knowledge``): a task type,
         or "any" for knowledge about the subject or the whole environment (retrieval still needs the
@@ -209,6 +220,13 @@ class Knowledge:
         episode`` the experience block lists its entries in this order (finding the object before
         transforming it, as the oracle's advice reads). Default: 0 for all (the similarity order stays)."""
         return 0
+
+    def task_stages(self, task: Task) -> set[int]:
+        """The stages (:meth:`guidance_stage`) of the steps a task of ``task``'s type takes, generic advice
+        left out: what the environment's rules say about every task of the type, not where this one's
+        objects lie. With ``bank.block_rule: complete`` a task is shown a block only when the bank has an
+        entry for each of them."""
+        raise NotImplementedError
 
     def oracle_advice(self, task: Task) -> list[str]:
         """What an oracle that knows the environment's regularities (not this task's answer) advises,

@@ -103,6 +103,31 @@ def where_taken(trajectories: list[Trajectory]) -> dict[str, Counter]:
     return taken
 
 
+def step_taken(trajectory: Trajectory) -> str | None:
+    """What a trajectory did for its task type's step: the tool kind it transformed the object with
+    ("microwave"), the lamp kind it used ("desklamp"), "second" for a two-object task it won (the step
+    is the task itself); None when its type has no step or it did not take it."""
+    goal_type = trajectory.task.spec["goal"]["type"]
+    if goal_type == "pick_two_obj_and_place":
+        return "second" if trajectory.won else None
+    for step in trajectory.steps:
+        action = step.decision.action
+        if goal_type in TRANSFORM and action.startswith(f"{TRANSFORM[goal_type]} ") and " with " in action:
+            return kind_of(action.split(" with ", 1)[1])
+        if goal_type == "look_at_obj_in_light" and action.startswith("use "):
+            return kind_of(action[len("use "):])
+    return None
+
+
+def steps_won(winners: list[Trajectory]) -> dict[str, Counter]:
+    """Task type -> what its winners did for the type's step (``step_taken``) -> how many winners."""
+    won: dict[str, Counter] = defaultdict(Counter)
+    for t in winners:
+        if (done := step_taken(t)) is not None:
+            won[t.task.spec["goal"]["type"]][done] += 1
+    return won
+
+
 def sightings(trajectory: Trajectory) -> Iterator[tuple[str, str]]:
     """(object kind, receptacle kind) for every object an observation of the trajectory showed in a
     receptacle it names."""
@@ -140,10 +165,13 @@ class RoomKnowledge(Knowledge):
         """``seen``: object kind -> receptacle kind -> how often an observation showed one there;
         ``taken``: the same for where winning episodes took it (the places that led to a success),
         counted only when evidence accumulates (``previous`` not None): ``bank.evidence: round`` reads
-        this round's sightings alone, as the bank always did."""
-        out = {"seen": {}, "taken": {}}
+        this round's sightings alone, as the bank always did. ``won_steps``: task type -> the tool or lamp
+        kind its winners used for the type's step (``step_taken``) -> how many winners (read only by
+        ``step_guidance``)."""
+        out = {"seen": {}, "taken": {}, "won_steps": {}}
         rounds = {"seen": where_seen(trajectories),
-                  "taken": where_taken([t for t in trajectories if t.won]) if previous is not None else {}}
+                  "taken": where_taken([t for t in trajectories if t.won]) if previous is not None else {},
+                  "won_steps": steps_won([t for t in trajectories if t.won])}
         for part, counts in rounds.items():
             merged: dict[str, Counter] = defaultdict(Counter)
             for obj, places in ((previous or {}).get(part) or {}).items():
@@ -184,6 +212,34 @@ class RoomKnowledge(Knowledge):
                                        tuple(shown_by[obj][:self.MAX_PROVENANCE])))
         return out
 
+    def step_guidance(self, trajectories: list[Trajectory], evidence: dict) -> list[SubjectGuidance]:
+        """For each task type with a step whose winners the evidence has seen, that step for every object
+        kind this round's tasks of the type are about: the text a failure to take it would get
+        (``write_guidance``; a transformation names the tool most winners used). Provenance: the round's
+        winners of the type first, then its tasks about the object."""
+        by_type: dict[str, dict[str, list[Trajectory]]] = defaultdict(lambda: defaultdict(list))
+        for t in trajectories:
+            goal = t.task.spec["goal"]
+            by_type[goal["type"]][goal["object"]].append(t)
+        out = []
+        for goal_type in sorted(by_type):
+            done = Counter(((evidence.get("won_steps") or {}).get(goal_type)) or {})
+            if not done:
+                continue
+            winners = [t.traj_id for objs in by_type[goal_type].values() for t in objs if t.won]
+            for obj in sorted(by_type[goal_type]):
+                if goal_type in TRANSFORM:
+                    tool = sorted(done.items(), key=lambda kv: -kv[1])[0][0]  # ties: the one seen first
+                    pattern, text = "no_transform", transform_first(TRANSFORM[goal_type], obj, tool)
+                elif goal_type == "look_at_obj_in_light":
+                    pattern, text = "no_lamp", take_to_lamp(obj)
+                else:
+                    pattern, text = "second_missing", second_object(obj)
+                sources = list(dict.fromkeys(winners + [t.traj_id for t in by_type[goal_type][obj]]))
+                out.append(SubjectGuidance(obj, pattern, "try", text, tuple(sources[:self.MAX_PROVENANCE]),
+                                           task_type=goal_type))
+        return out
+
     def entry_task_type(self, failure: Failure, text: str) -> str:
         """Where an object kind lies serves every task type that needs it; steps of a task type
         (transform, lamp, second object) serve that type."""
@@ -221,6 +277,16 @@ class RoomKnowledge(Knowledge):
         if text in self.generic_guidance:
             return 3
         return 1
+
+    def task_stages(self, task: Task) -> set[int]:
+        """Every task finds its object (0); the transforming and lamp types then use a tool or the lamp (1),
+        and the two-object type finds a second one (2): the stages of ``oracle_advice`` for the type."""
+        goal_type = task.spec["goal"]["type"]
+        if goal_type in TRANSFORM or goal_type == "look_at_obj_in_light":
+            return {0, 1}
+        if goal_type == "pick_two_obj_and_place":
+            return {0, 2}
+        return {0}
 
     def guidance_vocabulary(self) -> set[str]:
         samples = [find_in("x", ["y", "z"]), transform_first("clean", "x", "y"), take_to_lamp("x"),
