@@ -227,9 +227,9 @@ class RoomKnowledge(Knowledge):
             if not done:
                 continue
             winners = [t.traj_id for objs in by_type[goal_type].values() for t in objs if t.won]
+            tool = done.most_common(1)[0][0]  # ties: the one seen first, as write_guidance picks
             for obj in sorted(by_type[goal_type]):
                 if goal_type in TRANSFORM:
-                    tool = sorted(done.items(), key=lambda kv: -kv[1])[0][0]  # ties: the one seen first
                     pattern, text = "no_transform", transform_first(TRANSFORM[goal_type], obj, tool)
                 elif goal_type == "look_at_obj_in_light":
                     pattern, text = "no_lamp", take_to_lamp(obj)
