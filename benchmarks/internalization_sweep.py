@@ -27,6 +27,8 @@ import json
 from pathlib import Path
 from statistics import fmean
 
+from filelock import FileLock
+
 from edge.benchmarking.learning import (
     LearningBenchConfig,
     paired_difference,
@@ -226,14 +228,19 @@ def main() -> None:
                         help="the learning benchmark's runs (GRPO, the default oracle control and default EDGE)")
     args = parser.parse_args()
     seeds = args.seed or [0, 1]
-    previous = OUT / "internalization.json"
-    rows = json.loads(previous.read_text()) if previous.exists() else {}
     names = [n for n in CONFIGS if not args.only or n in args.only]
     if args.budget != 1 and "o0" not in names:
         names.insert(0, "o0")  # the reference runs of the longer view
     for name in names:
-        rows[key(name, args.budget)] = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
-        write(rows)
+        row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
+        # Two sweeps run side by side (--only e14 beside --only e15): each reads the table again under a
+        # lock just before writing its row, or it would write back the rows it read at start and lose
+        # the other's (session 17 lost e14's that way).
+        with FileLock(OUT / "internalization.json.lock"):
+            previous = OUT / "internalization.json"
+            rows = json.loads(previous.read_text()) if previous.exists() else {}
+            rows[key(name, args.budget)] = row
+            write(rows)
 
 
 def _points(e: dict) -> str:
