@@ -76,3 +76,22 @@ def test_a_real_policy_is_probed_on_the_same_streams_as_its_evaluation():
     assert vague.without_wins == sum(without_vague.won_by_task.values())
     assert all(effects[f"oracle-{t.task_id}"].oracle_agreement == 1.0 for t in tasks)
     assert vague.oracle_agreement < 1.0
+
+
+def test_block_anatomy_takes_each_stage_from_the_bank_or_the_oracle():
+    """On household's real texts: `completed` keeps the bank's entries and adds the oracle's only for
+    the stages the bank lacks; `oracle_with_bank_stage` swaps in the bank's entries of the named stage and
+    never adds a stage the oracle does not advise; both list find before transform."""
+    from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage
+    from edge.envs.household.knowledge import find_in, second_object, transform_first
+    from edge.envs.registry import knowledge
+
+    stage = knowledge("household").guidance_stage
+    bank_find, oracle_find = find_in("apple", ["fridge", "drawer"]), find_in("apple", ["fridge", "countertop"])
+    heat, second = transform_first("heat", "apple", "microwave"), second_object("apple")
+    oracle = [oracle_find, heat]
+    assert completed([bank_find], oracle, stage) == f"{bank_find} {heat}"  # the missing step from the oracle
+    assert completed([heat, bank_find], oracle, stage) == f"{bank_find} {heat}"  # nothing added; stage order
+    assert oracle_with_bank_stage([bank_find], oracle, stage, {0}) == f"{bank_find} {heat}"
+    assert oracle_with_bank_stage([bank_find], oracle, stage, {1}) == f"{oracle_find} {heat}"  # no bank step
+    assert oracle_with_bank_stage([bank_find, second], oracle, stage, {0, 2}) == f"{bank_find} {heat}"
