@@ -130,6 +130,10 @@ CONFIGS = {
     "e16": ("e11 with the steps too (bank.subjects = seen-and-steps), blocks the top 2 as before",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-steps"]),
+    "e17": ("e16 with each object in each receptacle counted once per episode (bank.sightings = once-per-episode): "
+            "place lists from sightings not inflated by revisits",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-steps", "bank.sightings=once-per-episode"]),
 }
 
 

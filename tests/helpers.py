@@ -21,3 +21,19 @@ def played(env, task: Task, actions: list[str]) -> Trajectory:
         if out.done:
             break
     return trajectory
+
+
+def revisiting_trajectory(times: int = 3):
+    """(trajectory, object kind, receptacle kind): a household task whose object shows only on arrival
+    at its open receptacle, played going there ``times`` times (away to another receptacle between)."""
+    from edge.envs.household import generate_tasks, make_env
+
+    env = make_env()
+    for task in generate_tasks("train", 60, seed=5):
+        goal = task.spec["goal"]["object"]
+        name, place = next((o, r) for o, r in task.spec["objects"] if o.startswith(goal + " "))
+        if name not in env.reset(task).observation and name in env.step(f"go to {place}").observation:
+            other = next(r for r in task.spec["receptacles"] if r != place)
+            actions = [f"go to {place}", f"go to {other}"] * times + ["look"]  # "look": records the last arrival
+            return played(env, task, actions), goal, place.rsplit(" ", 1)[0]
+    raise AssertionError("no task with its object on an open receptacle")

@@ -1,7 +1,7 @@
 """The bank's co-evolution step on its own: credit, synthesis with merging, pruning, on a real bank."""
 
 import pytest
-from helpers import played
+from helpers import played, revisiting_trajectory
 
 from edge.algorithms.contribution import GroupContribution
 from edge.bank.coevolve import co_evolve, near_duplicate
@@ -164,3 +164,15 @@ def test_seen_and_steps_writes_a_task_types_step_from_its_winners_so_blocks_are_
         written = co_evolve(other, trajectories, [], 0, cfg)["added"]
         assert not any(a["signature"].endswith("|no_transform") for a in written), name
         assert retrieve_for_task(other, heat, complete) is None, name
+
+
+def test_bank_sightings_reach_the_evidence_the_bank_writes_from(tmp_path):
+    """`bank.sightings` is what the round's evidence counts with: a trajectory that went back to its
+    object's receptacle three times adds one sighting with once-per-episode, three with every (the default)."""
+    revisits, obj, kind = revisiting_trajectory(3)
+    for sightings, expected in (("every", 3), ("once-per-episode", 1)):
+        bank = ExperienceBank.open(tmp_path / sightings, HashEmbedder())
+        cfg = BankConfig(evidence="accumulated", sightings=sightings)
+        assert co_evolve(bank, [revisits], [], 0, cfg)["evidence"]["household"]["seen"][obj][kind] == expected
+    with pytest.raises(ValueError, match="sightings"):
+        BankConfig(sightings="twice")

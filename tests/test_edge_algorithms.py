@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from helpers import played
+from helpers import played, revisiting_trajectory
 
 from edge.algorithms.contribution import group_contributions, summary
 from edge.algorithms.distill import reverse_kl_exact, reverse_kl_sampled_loss
@@ -299,3 +299,19 @@ def test_a_run_from_before_block_order_existed_is_read_with_the_order_it_used():
     # A run written now records the field, and is read as it was written.
     now = EdgeParams.model_validate({"bank": {"block_order": "similarity"}}).model_dump(mode="json")
     assert run_params(now).bank.block_order == "similarity"
+
+
+def test_sightings_once_per_episode_count_a_revisited_receptacle_once():
+    """`bank.sightings: once-per-episode`: an agent that goes back to the same receptacle three times
+    saw its object there once, where every observation counts three sightings; a trajectory that looked
+    once counts the same either way."""
+    from edge.envs.household.knowledge import RoomKnowledge
+
+    revisits, obj, kind = revisiting_trajectory(3)
+    looked_once, _, _ = revisiting_trajectory(1)
+    assert where_seen([revisits])[obj][kind] == 3
+    assert where_seen([revisits], once_per_episode=True)[obj][kind] == 1
+    assert where_seen([looked_once])[obj][kind] == where_seen([looked_once], once_per_episode=True)[obj][kind] == 1
+    # Through the environment's evidence, as `bank.sightings` passes it.
+    assert RoomKnowledge().evidence([revisits], None, counting="once-per-episode")["seen"][obj][kind] == 1
+    assert RoomKnowledge().evidence([revisits], None)["seen"][obj][kind] == 3

@@ -112,7 +112,7 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
     added, merged, revised = [], [], []
     synthesizer, counts = make_synthesizer(cfg), Counter()
     # What guidance is written from: the caller's (accumulated) evidence, else this round's alone.
-    evidence = round_evidence(trajectories) if evidence is None else evidence
+    evidence = round_evidence(trajectories, counting=cfg.sightings) if evidence is None else evidence
     written = synthesize(trajectories, synthesizer, round_index, bank.next_id, cfg.max_chars, covered,
                          evidence=evidence, grain=cfg.grain, counts=counts)
     if cfg.subjects != "failed":
@@ -185,7 +185,8 @@ def co_evolve(bank: ExperienceBank, trajectories: list[Trajectory], contribution
     credit_seconds = time.perf_counter() - started
     fault_point("bank:credited")  # a kill between two table versions: the stage restores and redoes it
     synth_started = time.perf_counter()
-    evidence = round_evidence(trajectories, (evidence or {}) if cfg.evidence == "accumulated" else None)
+    evidence = round_evidence(trajectories, (evidence or {}) if cfg.evidence == "accumulated" else None,
+                              counting=cfg.sightings)
     added, merged, revised, counts = (add_guidance(bank, trajectories, round_index, cfg, evidence) if synthesize_new
                                       else ([], [], [], {}))
     synth_seconds = time.perf_counter() - synth_started

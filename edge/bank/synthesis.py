@@ -97,12 +97,18 @@ def by_environment(trajectories: list[Trajectory]) -> dict[str, list[Trajectory]
     return grouped
 
 
-def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | None = None,
+                   counting: str = "every") -> dict[str, Any]:
     """Environment -> what its knowledge reads off the trajectories of that environment, added to
-    ``previous`` (the same mapping from earlier rounds, {} before the first; None: this round alone)."""
+    ``previous`` (the same mapping from earlier rounds, {} before the first; None: this round alone);
+    ``counting``: ``bank.sightings`` (``Knowledge.evidence``)."""
     out = dict(previous or {})
     for env, group in by_environment(trajectories).items():
-        out[env] = knowledge(env).evidence(group, None if previous is None else previous.get(env, {}))
+        previous_env = None if previous is None else previous.get(env, {})
+        # Only the non-default is passed: an environment's evidence written before the option existed
+        # (two parameters) keeps working.
+        out[env] = (knowledge(env).evidence(group, previous_env) if counting == "every"
+                    else knowledge(env).evidence(group, previous_env, counting=counting))
     return out
 
 

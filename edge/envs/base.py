@@ -180,10 +180,12 @@ class Knowledge:
         None when it cannot say. Without this part the bank stays empty."""
         raise NotImplementedError
 
-    def evidence(self, trajectories: list[Trajectory], previous: Any = None) -> Any:
+    def evidence(self, trajectories: list[Trajectory], previous: Any = None, counting: str = "every") -> Any:
         """What the trajectories show that guidance can be written from (where things were seen,
         what the winners did), added to ``previous`` (what earlier rounds showed, as this method
-        returned it; None: this round alone, ``bank.evidence: round``). Handed to
+        returned it; None: this round alone, ``bank.evidence: round``). ``counting`` (``bank.sightings``):
+        ``every`` observation counts, or ``once-per-episode`` (a thing seen again on a second visit in
+        the same trajectory is not new evidence); an environment without repeated sightings ignores it. Handed to
         :meth:`write_guidance` as it is, and kept between rounds as JSON: plain dicts, lists, numbers
         and strings only. Default: nothing."""
         return None

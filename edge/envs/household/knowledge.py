@@ -128,9 +128,11 @@ def steps_won(winners: list[Trajectory]) -> dict[str, Counter]:
     return won
 
 
-def sightings(trajectory: Trajectory) -> Iterator[tuple[str, str]]:
+def sightings(trajectory: Trajectory, once_per_episode: bool = False) -> Iterator[tuple[str, str]]:
     """(object kind, receptacle kind) for every object an observation of the trajectory showed in a
-    receptacle it names."""
+    receptacle it names. ``once_per_episode``: each object (by its name, "spoon 1") in each receptacle
+    kind once, however often the trajectory came back to look at it."""
+    shown: set[tuple[str, str]] = set()
     for step in trajectory.steps[1:]:
         obs = step.observation.lower()
         at = ON_THE.search(obs) or ARRIVE.match(obs)
@@ -139,15 +141,21 @@ def sightings(trajectory: Trajectory) -> Iterator[tuple[str, str]]:
             continue
         for item in found.group(1).replace(", and ", ", ").split(", "):
             name = item.removeprefix("a ").removeprefix("an ").strip()
-            if name and name != "nothing":
-                yield kind_of(name), at.group(1)
+            if not name or name == "nothing":
+                continue
+            if once_per_episode:
+                if (name, at.group(1)) in shown:
+                    continue
+                shown.add((name, at.group(1)))
+            yield kind_of(name), at.group(1)
 
 
-def where_seen(trajectories: list[Trajectory]) -> dict[str, Counter]:
-    """Object kind -> receptacle kinds it was seen in, counted over every observation of the round."""
+def where_seen(trajectories: list[Trajectory], once_per_episode: bool = False) -> dict[str, Counter]:
+    """Object kind -> receptacle kinds it was seen in, counted over every observation of the round
+    (``once_per_episode``: each object in each receptacle kind once per trajectory; ``sightings``)."""
     seen: dict[str, Counter] = defaultdict(Counter)
     for t in trajectories:
-        for obj, place in sightings(t):
+        for obj, place in sightings(t, once_per_episode):
             seen[obj][place] += 1
     return seen
 
@@ -161,15 +169,16 @@ class RoomKnowledge(Knowledge):
     def read_failure(self, trajectory: Trajectory) -> tuple[str, str]:
         return failure_pattern(trajectory), trajectory.task.spec["goal"]["object"]
 
-    def evidence(self, trajectories: list[Trajectory], previous: dict | None = None) -> dict:
-        """``seen``: object kind -> receptacle kind -> how often an observation showed one there;
+    def evidence(self, trajectories: list[Trajectory], previous: dict | None = None, counting: str = "every") -> dict:
+        """``seen``: object kind -> receptacle kind -> how often an observation showed one there (with
+        ``counting: once-per-episode``, each object there once per trajectory: ``bank.sightings``);
         ``taken``: the same for where winning episodes took it (the places that led to a success),
         counted only when evidence accumulates (``previous`` not None): ``bank.evidence: round`` reads
         this round's sightings alone, as the bank always did. ``won_steps``: task type -> the tool or lamp
         kind its winners used for the type's step (``step_taken``) -> how many winners (read only by
         ``step_guidance``)."""
         out = {"seen": {}, "taken": {}, "won_steps": {}}
-        rounds = {"seen": where_seen(trajectories),
+        rounds = {"seen": where_seen(trajectories, once_per_episode=counting == "once-per-episode"),
                   "taken": where_taken([t for t in trajectories if t.won]) if previous is not None else {},
                   "won_steps": steps_won([t for t in trajectories if t.won])}
         for part, counts in rounds.items():
