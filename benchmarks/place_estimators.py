@@ -12,10 +12,12 @@ rollouts of EDGE runs, round by round, for three estimators:
 - **once per episode**: `bank.sightings: once-per-episode` (`RoomKnowledge.evidence` with
   ``counting="once-per-episode"``) on the same rollouts: each object in each receptacle kind counted once
   per trajectory (an agent that opens the same drawer five times saw one spoon, not five), the winners'
-  takes added as the bank adds them;
-- **per search**: for each receptacle kind, the share of searched receptacles of that kind that held the
-  object kind, times how many of that kind a room has on average (from the first observations): the
-  probability the object lies in that kind, corrected for where the agents chose to look.
+  takes added as the bank adds them, over the rounds so far if the run's `bank.evidence` is
+  `accumulated`, else from the round alone (what the run's bank would have written);
+- **per search** (always over the rounds so far): for each receptacle kind, the share of searched
+  receptacles of that kind that held the object kind, times how many of that kind a room has on average
+  (from the first observations): the probability the object lies in that kind, corrected for where the
+  agents chose to look.
 
     .venv/bin/python benchmarks/place_estimators.py --edge-runs benchmarks/sweep/internalization/e16 \
         --seed 0 --seed 1 --seed 2 --seed 3 --seed 4
@@ -117,6 +119,7 @@ def as_trajectory(rows: list[dict]) -> SimpleNamespace:
 
 def run_rounds(run: Path) -> list[dict]:
     counts, once = Counts(), {}
+    accumulated = json.loads((run / "params.json").read_text())["bank"].get("evidence") == "accumulated"
     out = []
     for folder in sorted(run.glob("round_*")):
         table = pq.read_table(folder / "rollouts.parquet",
@@ -127,7 +130,9 @@ def run_rounds(run: Path) -> list[dict]:
         trajectories = [as_trajectory(rows) for rows in by_traj.values()]
         for t in trajectories:
             counts.add_trajectory([s.observation for s in t.steps])
-        once = RoomKnowledge().evidence(trajectories, once, counting="once-per-episode")
+        # As the run's bank would have counted: over the rounds so far with bank.evidence: accumulated,
+        # else this round's alone.
+        once = RoomKnowledge().evidence(trajectories, once if accumulated else None, counting="once-per-episode")
         evidence = json.loads((folder / "evidence.json").read_text())["household"]
         bank = {o: RoomKnowledge.likely_places(evidence, o) for o in evidence.get("seen", {})}
         out.append({"round": int(folder.name.split("_")[1]),
