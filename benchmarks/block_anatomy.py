@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 from advice_probe import base_folder  # this folder's advice probe: where a seed's warm start is
 
-from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage
+from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage, stage_coverage
 from edge.benchmarking.machine import describe_machine
 from edge.benchmarking.stats import t_interval_mean
 from edge.config import run_params
@@ -90,6 +90,14 @@ def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tas
     return out
 
 
+def coverage(edge_runs: Path, env: str, seed: int, n_tasks: int, split: str) -> dict:
+    """Retrieval only (no policy): how many retrieving blocks lack a stage, and why."""
+    edge_run = edge_runs / f"{env}-edge-s{seed}"
+    params = run_params(json.loads((edge_run / "params.json").read_text()))
+    run = Run(params, edge_run)
+    return stage_coverage(run.bank(), run.eval_tasks(split)[:n_tasks], params.bank, knowledge(env))
+
+
 def summary(results: list[dict]) -> dict:
     """Per policy and gap: the mean over seeds with its Student-t interval, and per seed."""
     out = {}
@@ -111,7 +119,13 @@ def markdown(results: list[dict], table: dict, args: argparse.Namespace) -> str:
              f"{', '.join(map(str, seeds))} with the 95% Student-t interval, then per seed.", "",
              f"Machine: {describe_machine()}.", "",
              "Retrieving tasks per seed: " + ", ".join(f"s{r['seed']} {r['retrieving_tasks']}" for r in results)
-             + ".", "", "## Success on the retrieving tasks (mean over seeds)", "",
+             + ".", "",
+             "Blocks lacking a stage the task's type takes (of the retrieving tasks, summed over seeds): "
+             + "{lacking} of {retrieving}; the bank had an entry for every stage of {left_out} of them (the block "
+             "as retrieved left one out), none for the missing stage in {not_in_bank}.".format(
+                 **{k: sum(r["coverage"][k] for r in results) for k in results[0]["coverage"]}
+                 | {"lacking": sum(r["coverage"]["lacking_a_stage"] for r in results)}),
+             "", "## Success on the retrieving tasks (mean over seeds)", "",
              "| policy | " + " | ".join(CONDITIONS) + " |", "|---|" + "---|" * len(CONDITIONS)]
     for policy in table:
         means = [sum(r["policies"][policy][c] for r in results) / len(results) for c in CONDITIONS]
@@ -157,6 +171,10 @@ def main() -> None:
         results.append(anatomy(args.runs, args.edge_runs, args.bases, args.env, seed, args.tasks, args.split,
                                args.sample_seed))
         part.write_text(json.dumps(results[-1], indent=2) + "\n")
+    for r in results:  # cheap, so added to seeds probed before it was recorded
+        if "coverage" not in r:
+            r["coverage"] = coverage(args.edge_runs, args.env, r["seed"], args.tasks, args.split)
+            (args.out_dir / f"{stem}_s{r['seed']}.json").write_text(json.dumps(r, indent=2) + "\n")
     table = summary(results)
     (args.out_dir / f"{stem}.json").write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()},
                                                            "summary": table, "by_seed": results}, indent=2) + "\n")

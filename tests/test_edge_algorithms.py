@@ -259,6 +259,10 @@ def test_complete_blocks_show_one_entry_per_step_or_nothing(tmp_path):
     complete = BankConfig(embedder="hash", similarity_threshold=-1.0, block_rule="complete", top_k=1)
     assert len(retrieve_for_task(bank, task, top_k)[1]) == 2
     assert retrieve_for_task(bank, task, complete) is None
+    from edge.benchmarking.block_anatomy import stage_coverage  # the block anatomy's count: no step in the bank
+
+    assert stage_coverage(bank, [task], top_k, HouseholdKnowledge()) == {
+        "retrieving": 1, "lacking_a_stage": 1, "left_out": 0, "not_in_bank": 1}
     # With an entry for the heating step the block is complete: one find entry (the more similar one),
     # then the heating step, even with top_k 1 (the rule does not read it) and the generic advice left out.
     bank.add([BankEntry(id="g000004", text=f"try : heat the {obj} with the microwave before you put it in place .",
@@ -270,6 +274,10 @@ def test_complete_blocks_show_one_entry_per_step_or_nothing(tmp_path):
     # A simple placing task needs only the find entry; the transform entry (of another type) is not its step.
     simple = next(x for x in tasks if x.task_type == "pick_and_place_simple" and x.spec["goal"]["object"] == obj)
     assert retrieve_for_task(bank, simple, complete)[1] == ["g000002"]  # the entry for any type
+    # The block anatomy's coverage count: top 2 shows the two find entries and leaves the step out (the
+    # bank has it now); the simple task is complete with its find entry.
+    assert stage_coverage(bank, [task, simple], top_k, HouseholdKnowledge()) == {
+        "retrieving": 2, "lacking_a_stage": 1, "left_out": 1, "not_in_bank": 0}
     # The stages a type takes are those of the oracle's advice for its tasks (where it knows a place).
     knowledge = HouseholdKnowledge()
     for x in tasks:

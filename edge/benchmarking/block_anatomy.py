@@ -51,3 +51,25 @@ def oracle_with_bank_stage(bank: list[str], oracle: list[str], stage: Callable[[
     for s in stages & set(groups) & set(mine):
         groups[s] = mine[s]
     return joined(groups)
+
+
+def stage_coverage(bank, tasks: list, cfg, knowledge) -> dict:
+    """Of the ``tasks`` that retrieve a block (``cfg``, the run's ``bank`` section), how many lack an entry
+    for a stage their type takes (``Knowledge.task_stages``), and of those how many the bank could have
+    completed (``bank.block_rule: complete`` finds an entry for every stage: the block as retrieved left
+    one out) or not (the bank has no entry for the stage at all)."""
+    from edge.bank.retrieval import retrieve_for_task
+
+    complete = cfg.model_copy(update={"block_rule": "complete"})
+    out = {"retrieving": 0, "lacking_a_stage": 0, "left_out": 0, "not_in_bank": 0}
+    for task in tasks:
+        found = retrieve_for_task(bank, task, cfg)
+        if found is None:
+            continue
+        out["retrieving"] += 1
+        shown = {knowledge.guidance_stage(bank.get(i).text) for i in found[1]}
+        if knowledge.task_stages(task) <= shown:
+            continue
+        out["lacking_a_stage"] += 1
+        out["left_out" if retrieve_for_task(bank, task, complete) is not None else "not_in_bank"] += 1
+    return out
