@@ -297,9 +297,10 @@ class BankConfig(_Section):
     """How the evidence counts what a trajectory showed (``Knowledge.evidence``; household: where an object
     kind was seen, which orders an entry's place list): ``every`` observation, or ``once-per-episode``
     (each object in each receptacle kind once per trajectory: an agent that opens the same drawer five
-    times saw one spoon, not five). Over e16's training rollouts the most likely place comes first for 83%
-    of object kinds once per episode against 67% counting every observation after eight rounds
-    (benchmarks/results/place_estimators_e16.md)."""
+    times saw one spoon, not five; ``subjects: seen``'s three sightings then mean three such). Over e16's
+    training rollouts the most likely place comes first for 80% of object kinds once per episode against
+    67% counting every observation after eight rounds (benchmarks/results/place_estimators_e16.md); on
+    top of e16 it did not move EDGE (sweep row e17 of internalization.md), so the default stays."""
     revise: bool = False
     """When the evidence changes what an active entry should say, write a new version of it (its
     ``revises`` names the old one, which becomes ``revised``); False: the first entry for a
