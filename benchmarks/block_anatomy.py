@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 from advice_probe import base_folder  # this folder's advice probe: where a seed's warm start is
 
+from edge.bank.retrieval import prompt_text
 from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage, stage_coverage
 from edge.benchmarking.machine import describe_machine
 from edge.benchmarking.stats import t_interval_mean
@@ -63,8 +64,9 @@ def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tas
     tasks = run.eval_tasks(split)[:n_tasks]
     found = {t.task_id: run.experience_for(t) for t in tasks}
     probed = [t for t in tasks if found[t.task_id] is not None]
-    # The bank's block as its entries' texts, in the block's order (retrieval joined them with spaces).
-    bank = {t.task_id: [run.bank().get(i).text for i in found[t.task_id].entry_ids] for t in probed}
+    # The bank's block as its entries' prompt texts, in the block's order (retrieval joined them with spaces).
+    bank = {t.task_id: [prompt_text(run.bank().get(i), params.bank.max_chars) for i in found[t.task_id].entry_ids]
+            for t in probed}
     later = {stage(a) for t in probed for a in true_advice(t)} - {0}
     blocks = {
         "plain": lambda t: None,
@@ -81,6 +83,9 @@ def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tas
     out = {"seed": seed, "edge_run": str(edge_run), "asked_tasks": n_tasks, "split": split,
            "sample_seed": sample_seed, "tasks": len(tasks), "retrieving_tasks": len(probed),
            "policies": {}}
+    if not probed:  # nothing to compare on: the seed is reported, and left out of the means
+        print(f"seed {seed}: no evaluation task retrieves anything", flush=True)
+        return out
     for name, folder in policies.items():
         actor = Actor(load_policy(params.policy, checkpoint=folder, seed=seed, envs=[env]))
         out["policies"][name] = {c: evaluate(actor, probed, sample_seed, experience_for=blocks[c]).success
@@ -99,9 +104,11 @@ def coverage(edge_runs: Path, env: str, seed: int, n_tasks: int, split: str) -> 
 
 
 def summary(results: list[dict]) -> dict:
-    """Per policy and gap: the mean over seeds with its Student-t interval, and per seed."""
+    """Per policy and gap: the mean over seeds with its Student-t interval, and per seed (seeds whose bank
+    retrieved for no task are left out)."""
+    results = [r for r in results if r["policies"]]
     out = {}
-    for policy in results[0]["policies"]:
+    for policy in (results[0]["policies"] if results else {}):
         out[policy] = {}
         for gap, (a, b, _) in GAPS.items():
             diffs = [r["policies"][policy][a] - r["policies"][policy][b] for r in results]
@@ -127,8 +134,9 @@ def markdown(results: list[dict], table: dict, args: argparse.Namespace) -> str:
                  | {"lacking": sum(r["coverage"]["lacking_a_stage"] for r in results)}),
              "", "## Success on the retrieving tasks (mean over seeds)", "",
              "| policy | " + " | ".join(CONDITIONS) + " |", "|---|" + "---|" * len(CONDITIONS)]
+    probed = [r for r in results if r["policies"]]
     for policy in table:
-        means = [sum(r["policies"][policy][c] for r in results) / len(results) for c in CONDITIONS]
+        means = [sum(r["policies"][policy][c] for r in probed) / len(probed) for c in CONDITIONS]
         lines.append(f"| {policy} | " + " | ".join(f"{m:.1%}" for m in means) + " |")
     lines += ["", "## The gaps (points)", "", "| policy | gap | what it measures | mean [95% CI] | per seed |",
               "|---|---|---|---|---|"]

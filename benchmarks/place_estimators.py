@@ -16,8 +16,8 @@ rollouts of EDGE runs, round by round, for three estimators:
   `accumulated`, else from the round alone (what the run's bank would have written);
 - **per search** (always over the rounds so far): for each receptacle kind, the share of searched
   receptacles of that kind that held the object kind, times how many of that kind a room has on average
-  (from the first observations): the probability the object lies in that kind, corrected for where the
-  agents chose to look.
+  (from the first observations), over the room types where the object kind was ever seen: the probability
+  the object lies in that kind, corrected for where the agents chose to look.
 
     .venv/bin/python benchmarks/place_estimators.py --edge-runs benchmarks/sweep/internalization/e16 \
         --seed 0 --seed 1 --seed 2 --seed 3 --seed 4
@@ -55,20 +55,21 @@ def names(listing: str) -> list[str]:
 
 
 class Counts:
-    """Sightings accumulated over rounds, as the three estimators read them."""
+    """Searches accumulated over rounds, per room type (kitchen, bedroom, ...), for the per-search estimator."""
 
     def __init__(self) -> None:
-        self.holding: dict[str, Counter] = defaultdict(Counter)  # receptacle kind -> object kind -> searches
-        self.searched: Counter = Counter()
-        self.instances: Counter = Counter()
-        self.rooms: Counter = Counter()
+        # room type -> receptacle kind -> object kind -> searched receptacles of that kind holding one
+        self.holding: dict[str, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
+        self.searched: dict[str, Counter] = defaultdict(Counter)  # room type -> receptacle kind -> searches
+        self.instances: dict[str, Counter] = defaultdict(Counter)  # room type -> kind -> receptacles seen
+        self.rooms: dict[str, Counter] = defaultdict(Counter)  # room type -> kind -> first observations naming it
 
-    def add_trajectory(self, observations: list[str]) -> None:
+    def add_trajectory(self, room_type: str, observations: list[str]) -> None:
         room = ROOM.search(observations[0].lower())
         if room:
             for kind, n in Counter(kind_of(r) for r in names(room.group(1))).items():
-                self.instances[kind] += n
-                self.rooms[kind] += 1
+                self.instances[room_type][kind] += n
+                self.rooms[room_type][kind] += 1
         contents: dict[str, set[str]] = {}
         for obs in observations[1:]:
             obs = obs.lower()
@@ -79,16 +80,26 @@ class Counts:
             items = {kind_of(n) for n in names(seen.group(1))}
             contents.setdefault(receptacle, set()).update(items)
         for receptacle, items in contents.items():
-            self.searched[kind_of(receptacle)] += 1
+            self.searched[room_type][kind_of(receptacle)] += 1
             for obj in items:
-                self.holding[kind_of(receptacle)][obj] += 1
+                self.holding[room_type][kind_of(receptacle)][obj] += 1
 
     def holding_kinds(self) -> set[str]:
-        return {obj for held in self.holding.values() for obj in held}
+        return {obj for by_kind in self.holding.values() for held in by_kind.values() for obj in held}
 
     def per_search(self, obj: str) -> Counter:
-        return Counter({k: self.holding[k][obj] / self.searched[k] * self.instances[k] / max(self.rooms[k], 1)
-                        for k in self.searched if self.holding[k][obj]})
+        """Per receptacle kind, the share of its searched receptacles that held ``obj`` times the receptacles
+        of that kind a room has, over the room types where ``obj`` was ever seen (a bedroom's drawers say
+        nothing about where spoons lie)."""
+        rooms = [r for r, by_kind in self.holding.items() if any(held[obj] for held in by_kind.values())]
+        out = Counter()
+        for k in {k for r in rooms for k in self.searched[r]}:
+            held = sum(self.holding[r][k][obj] for r in rooms)
+            searched = sum(self.searched[r][k] for r in rooms)
+            per_room = sum(self.instances[r][k] for r in rooms) / max(sum(self.rooms[r][k] for r in rooms), 1)
+            if held:
+                out[k] = held / searched * per_room
+        return out
 
 
 def top(counts: Counter, n: int = 3) -> list[str]:
@@ -129,7 +140,7 @@ def run_rounds(run: Path) -> list[dict]:
             by_traj[row["traj_id"]].append(row)
         trajectories = [as_trajectory(rows) for rows in by_traj.values()]
         for t in trajectories:
-            counts.add_trajectory([s.observation for s in t.steps])
+            counts.add_trajectory(t.task.spec["layout"].split("-")[0], [s.observation for s in t.steps])
         # As the run's bank would have counted: over the rounds so far with bank.evidence: accumulated,
         # else this round's alone.
         once = RoomKnowledge().evidence(trajectories, once if accumulated else None, counting="once-per-episode")

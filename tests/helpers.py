@@ -33,7 +33,8 @@ def revisiting_trajectory(times: int = 3):
         goal = task.spec["goal"]["object"]
         name, place = next((o, r) for o, r in task.spec["objects"] if o.startswith(goal + " "))
         if name not in env.reset(task).observation and name in env.step(f"go to {place}").observation:
-            other = next(r for r in task.spec["receptacles"] if r != place)
+            # Another kind of receptacle in between, so only the revisits of `place` can add sightings there.
+            other = next(r for r in task.spec["receptacles"] if r.rsplit(" ", 1)[0] != place.rsplit(" ", 1)[0])
             actions = [f"go to {place}", f"go to {other}"] * times + ["look"]  # "look": records the last arrival
             return played(env, task, actions), goal, place.rsplit(" ", 1)[0]
     raise AssertionError("no task with its object on an open receptacle")

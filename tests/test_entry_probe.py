@@ -89,9 +89,11 @@ def test_block_anatomy_takes_each_stage_from_the_bank_or_the_oracle():
     stage = knowledge("household").guidance_stage
     bank_find, oracle_find = find_in("apple", ["fridge", "drawer"]), find_in("apple", ["fridge", "countertop"])
     heat, second = transform_first("heat", "apple", "microwave"), second_object("apple")
+    bank_heat = transform_first("heat", "apple", "stoveburner")  # the bank's own wording of the step
     oracle = [oracle_find, heat]
     assert completed([bank_find], oracle, stage) == f"{bank_find} {heat}"  # the missing step from the oracle
-    assert completed([heat, bank_find], oracle, stage) == f"{bank_find} {heat}"  # nothing added; stage order
+    assert completed([bank_heat, bank_find], oracle, stage) == f"{bank_find} {bank_heat}"  # the bank's; in order
     assert oracle_with_bank_stage([bank_find], oracle, stage, {0}) == f"{bank_find} {heat}"
     assert oracle_with_bank_stage([bank_find], oracle, stage, {1}) == f"{oracle_find} {heat}"  # no bank step
+    assert oracle_with_bank_stage([bank_find, bank_heat], oracle, stage, {1}) == f"{oracle_find} {bank_heat}"
     assert oracle_with_bank_stage([bank_find, second], oracle, stage, {0, 2}) == f"{bank_find} {heat}"

@@ -105,8 +105,8 @@ def round_evidence(trajectories: list[Trajectory], previous: dict[str, Any] | No
     out = dict(previous or {})
     for env, group in by_environment(trajectories).items():
         previous_env = None if previous is None else previous.get(env, {})
-        # Only the non-default is passed: an environment's evidence written before the option existed
-        # (two parameters) keeps working.
+        # Only the non-default is passed, so an environment whose `evidence` takes two parameters keeps
+        # working with the default; `bank.sightings: once-per-episode` needs the three-parameter form.
         out[env] = (knowledge(env).evidence(group, previous_env) if counting == "every"
                     else knowledge(env).evidence(group, previous_env, counting=counting))
     return out

@@ -185,7 +185,8 @@ class Knowledge:
         what the winners did), added to ``previous`` (what earlier rounds showed, as this method
         returned it; None: this round alone, ``bank.evidence: round``). ``counting`` (``bank.sightings``):
         ``every`` observation counts, or ``once-per-episode`` (a thing seen again on a second visit in
-        the same trajectory is not new evidence); an environment without repeated sightings ignores it. Handed to
+        the same trajectory is not new evidence; passed only when not ``every``, so an override without the
+        parameter works with the default only; an environment without repeated sightings ignores it). Handed to
         :meth:`write_guidance` as it is, and kept between rounds as JSON: plain dicts, lists, numbers
         and strings only. Default: nothing."""
         return None
