@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 from advice_probe import base_folder  # this folder's advice probe: where a seed's warm start is
 
-from edge.bank.retrieval import prompt_text
 from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage, stage_coverage
+from edge.benchmarking.entry_probe import retrieved_entries
 from edge.benchmarking.machine import describe_machine
 from edge.benchmarking.stats import t_interval_mean
 from edge.config import run_params
@@ -62,16 +62,16 @@ def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tas
     last = params.train.rounds - 1
     stage = knowledge(env).guidance_stage
     tasks = run.eval_tasks(split)[:n_tasks]
-    found = {t.task_id: run.experience_for(t) for t in tasks}
+    # (entry ids, their prompt texts in the block's order) as training and evaluation retrieve them.
+    retrieve = retrieved_entries(run.bank(), params.bank)
+    found = {t.task_id: retrieve(t) for t in tasks}
     probed = [t for t in tasks if found[t.task_id] is not None]
-    # The bank's block as its entries' prompt texts, in the block's order (retrieval joined them with spaces).
-    bank = {t.task_id: [prompt_text(run.bank().get(i), params.bank.max_chars) for i in found[t.task_id].entry_ids]
-            for t in probed}
+    bank = {t.task_id: found[t.task_id][1] for t in probed}
     later = {stage(a) for t in probed for a in true_advice(t)} - {0}
     blocks = {
         "plain": lambda t: None,
         "oracle": lambda t: Experience(experience_block(true_advice(t))),
-        "bank": lambda t: found[t.task_id],
+        "bank": lambda t: Experience(experience_block(bank[t.task_id]), found[t.task_id][0]),
         "completed": lambda t: Experience(completed(bank[t.task_id], true_advice(t), stage)),
         "oracle_bank_find": lambda t: Experience(oracle_with_bank_stage(bank[t.task_id], true_advice(t), stage, {0})),
         "oracle_bank_steps": lambda t: Experience(oracle_with_bank_stage(bank[t.task_id], true_advice(t), stage,

@@ -40,18 +40,11 @@ from types import SimpleNamespace
 import pyarrow.parquet as pq
 
 from edge.benchmarking.machine import describe_machine
-from edge.envs.household.knowledge import SEEN, RoomKnowledge
+from edge.envs.household.knowledge import SEEN, RoomKnowledge, listed_names
 from edge.envs.household.world import OBJECT_KINDS, kind_of
 
 AT = re.compile(r"\bon the ([a-z]+ \d+), you see|^(?:you arrive at|you open the) ([a-z]+ \d+)")
 ROOM = re.compile(r"you see (.*?)\.")
-
-
-def names(listing: str) -> list[str]:
-    """The items of an observation's "you see a, b, and c" list, articles removed."""
-    parts = listing.replace(", and ", ", ").split(", ")
-    items = (i.strip().removeprefix("a ").removeprefix("an ").strip() for i in parts)
-    return [i for i in items if i and i != "nothing"]
 
 
 class Counts:
@@ -67,7 +60,7 @@ class Counts:
     def add_trajectory(self, room_type: str, observations: list[str]) -> None:
         room = ROOM.search(observations[0].lower())
         if room:
-            for kind, n in Counter(kind_of(r) for r in names(room.group(1))).items():
+            for kind, n in Counter(kind_of(r) for r in listed_names(room.group(1))).items():
                 self.instances[room_type][kind] += n
                 self.rooms[room_type][kind] += 1
         contents: dict[str, set[str]] = {}
@@ -77,7 +70,7 @@ class Counts:
             if not at or not seen:
                 continue
             receptacle = at.group(1) or at.group(2)
-            items = {kind_of(n) for n in names(seen.group(1))}
+            items = {kind_of(n) for n in listed_names(seen.group(1))}
             contents.setdefault(receptacle, set()).update(items)
         for receptacle, items in contents.items():
             self.searched[room_type][kind_of(receptacle)] += 1

@@ -128,6 +128,14 @@ def steps_won(winners: list[Trajectory]) -> dict[str, Counter]:
     return won
 
 
+def listed_names(listing: str) -> list[str]:
+    """The objects an observation's "you see a spoon 1, a cup 2, and a fork 1" lists, by name ("spoon 1");
+    "nothing" lists none."""
+    items = listing.replace(", and ", ", ").split(", ")
+    names = (item.removeprefix("a ").removeprefix("an ").strip() for item in items)
+    return [name for name in names if name and name != "nothing"]
+
+
 def sightings(trajectory: Trajectory, once_per_episode: bool = False) -> Iterator[tuple[str, str]]:
     """(object kind, receptacle kind) for every object an observation of the trajectory showed in a
     receptacle it names. ``once_per_episode``: each object (by its name, "spoon 1") in each receptacle
@@ -139,10 +147,7 @@ def sightings(trajectory: Trajectory, once_per_episode: bool = False) -> Iterato
         found = SEEN.search(obs)
         if not at or not found or at.group(1) == "loc":
             continue
-        for item in found.group(1).replace(", and ", ", ").split(", "):
-            name = item.removeprefix("a ").removeprefix("an ").strip()
-            if not name or name == "nothing":
-                continue
+        for name in listed_names(found.group(1)):
             if once_per_episode:
                 if (name, at.group(1)) in shown:
                     continue
