@@ -86,7 +86,8 @@ class Counts:
         nothing about where spoons lie)."""
         rooms = [r for r, by_kind in self.holding.items() if any(held[obj] for held in by_kind.values())]
         out = Counter()
-        for k in {k for r in rooms for k in self.searched[r]}:
+        # Sorted: equal estimates then rank by name, not by the process's string-hash order of a set.
+        for k in sorted({k for r in rooms for k in self.searched[r]}):
             held = sum(self.holding[r][k][obj] for r in rooms)
             searched = sum(self.searched[r][k] for r in rooms)
             per_room = sum(self.instances[r][k] for r in rooms) / max(sum(self.rooms[r][k] for r in rooms), 1)
