@@ -134,6 +134,10 @@ CONFIGS = {
             "place lists from sightings not inflated by revisits",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-steps", "bank.sightings=once-per-episode"]),
+    "e18": ("e16 with each task type's step written once for the type and named for each task's object "
+            "(bank.subjects = seen-and-type-steps): every task of a type whose winners showed the step retrieves it",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps"]),
 }
 
 

@@ -309,7 +309,7 @@ class BankConfig(_Section):
     """Which tasks an entry serves: ``task_type``, the failure's task type (and every type for the
     environment's generic guidance); ``knowledge``, what the environment says the guidance is about
     (household: where an object lies serves every task type that needs the object)."""
-    subjects: Literal["failed", "seen", "seen-and-steps"] = "failed"
+    subjects: Literal["failed", "seen", "seen-and-steps", "seen-and-type-steps"] = "failed"
     """Which subjects get knowledge entries: ``failed``, those of this round's failure signatures (the
     spec: guidance for failure modes); ``seen``, also every subject the evidence says enough about
     (``Knowledge.subject_guidance``; household: where each object kind lies, once seen 3 times), so a
@@ -317,7 +317,13 @@ class BankConfig(_Section):
     type's steps for every subject the round's tasks of the type are about, once winners showed the step
     (``Knowledge.step_guidance``; household: heat the apple with the microwave, from the tool the winners
     of heating tasks used), so that a task's block can have every step (``block_rule: complete``) before
-    it has failed each. Both need ``grain: knowledge`` (the subject's entries serve every task type)."""
+    it has failed each; ``seen-and-type-steps``, as ``seen`` plus each task type's step written once for
+    the type (``Knowledge.type_step_guidance``: "heat the object with the microwave ..."), retrieved for
+    every task of the type and named for the task's own object (``Knowledge.name_subject``), unless an
+    entry about the task's object already gives that step: a task then gets its type's step even when
+    no task about its object was played, which ``seen-and-steps`` needs (block anatomy: a third of e16's
+    blocks lacked a step, nearly all for want of an entry). All three need ``grain: knowledge`` (the
+    subject's entries serve every task type)."""
     synthesizer: Literal["template", "lm"] = "template"
     lm_endpoint: str | None = None
     """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""

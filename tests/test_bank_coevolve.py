@@ -166,6 +166,52 @@ def test_seen_and_steps_writes_a_task_types_step_from_its_winners_so_blocks_are_
         assert retrieve_for_task(other, heat, complete) is None, name
 
 
+def test_type_steps_are_written_once_and_named_for_every_task_of_the_type(tmp_path):
+    """`bank.subjects: seen-and-type-steps`: one heating task's winner writes the heating step once, for
+    the type; a heating task about an object nobody played retrieves it named for its own object."""
+    from edge.bank.retrieval import retrieve_experience, retrieve_for_task
+    from edge.envs.base import EVERY_SUBJECT
+
+    tasks = generate_tasks("train", 200, seed=4)
+    heats = [t for t in tasks if t.task_type == "pick_heat_then_place_in_recep"]
+    heat = heats[0]
+    obj, heat_type = heat.spec["goal"]["object"], heat.task_type
+    other = next(t for t in heats if t.spec["goal"]["object"] != obj)  # a heating task nobody played
+    cool = next(t for t in tasks if t.task_type == "pick_cool_then_place_in_recep")
+    lost, won = lost_and_won(heat)  # the winner heats with the room's microwave; the loser never finds the object
+    cfg = BankConfig(evidence="accumulated", revise=True, grain="knowledge", subjects="seen-and-type-steps",
+                     embedder="hash", similarity_threshold=-1.0, block_order="episode")
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    added = {a["signature"]: a for a in co_evolve(bank, [lost, won], [], 0, cfg)["added"]}
+    assert f"{heat_type}|{obj}|no_transform" not in added  # no step for the object itself
+    step = bank.get(added[f"{heat_type}|{EVERY_SUBJECT}|no_transform"]["id"])
+    assert step.text == "try : heat the object with the microwave before you put it in place ."
+    assert step.key == EVERY_SUBJECT and step.task_type == heat_type and step.provenance[0] == won.traj_id
+
+    # The played task: where to look, then the step named for its object, as the oracle's advice reads.
+    text, ids = retrieve_for_task(bank, heat, cfg)
+    assert ids == [added[f"any|{obj}|not_found"]["id"], step.id]
+    assert text.endswith(f"try : heat the {obj} with the microwave before you put it in place .")
+    # A heating task about another object retrieves the step named for that object, with or without an
+    # entry about the object; a task of another type never does.
+    other_obj = other.spec["goal"]["object"]
+    text, ids = retrieve_for_task(bank, other, cfg)
+    assert step.id in ids and f"try : heat the {other_obj} with the microwave" in text and "the object" not in text
+    assert step.id not in (retrieve_for_task(bank, cool, cfg) or ("", []))[1]
+    # Never by its key's similarity, nor without a way to name the task's subject.
+    assert step.id not in (retrieve_experience(bank, heat.instruction, heat_type, top_k=3, threshold=-1.0)
+                           or ("", []))[1]
+
+    # An entry about the task's own object that gives the same step is the more specific: it is shown
+    # and the type's is left out.
+    own = BankEntry(id=bank.next_id(), text=f"try : heat the {obj} with the stoveburner before you put it in place .",
+                    kind="try", task_type=heat_type, signature=f"{heat_type}|{obj}|no_transform", key=obj)
+    bank.add([own])
+    text, ids = retrieve_for_task(bank, heat, cfg)
+    assert own.id in ids and step.id not in ids and "microwave" not in text
+    assert step.id in retrieve_for_task(bank, other, cfg)[1]
+
+
 def test_bank_sightings_reach_the_evidence_the_bank_writes_from(tmp_path):
     """`bank.sightings` is what the round's evidence counts with: a trajectory that went back to its
     object's receptacle three times adds one sighting with once-per-episode, three with every (the default)."""

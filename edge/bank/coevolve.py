@@ -11,11 +11,12 @@ and the snapshot). It returns the round's record of changes, which the stage wri
    written from the environment's evidence (this round's, or accumulated over the run:
    ``bank.evidence``), and with ``bank.subjects: seen`` knowledge about every subject the evidence
    knows enough about, failed on or not (``seen-and-steps``: and each task type's steps for the round's
-   subjects); a near-duplicate of an active entry of the same task type (text similarity at
-   least ``bank.merge_threshold``; with ``bank.grain: knowledge`` also about the same subject) is
-   stored as ``merged`` into it, its provenance added to the twin's. With ``bank.revise``, a
-   signature whose active entry the evidence now contradicts (the writer says something else) gets a
-   new version that ``revises`` it; the old one becomes ``revised``.
+   subjects; ``seen-and-type-steps``: each task type's steps once, for every subject); a near-duplicate
+   of an active entry of the same task type (text similarity at least ``bank.merge_threshold``; with
+   ``bank.grain: knowledge`` also about the same subject) is stored as ``merged`` into it, its
+   provenance added to the twin's. With ``bank.revise``, a signature whose active entry the evidence
+   now contradicts (the writer says something else) gets a new version that ``revises`` it; the old
+   one becomes ``revised``.
 3. **Pruning**: not helping, internalized, stale, size cap (``edge.bank.pruning``), with reasons.
 """
 
@@ -118,7 +119,8 @@ def add_guidance(bank: ExperienceBank, trajectories: list[Trajectory], round_ind
     if cfg.subjects != "failed":
         written += subject_entries(trajectories, round_index, bank.next_id, evidence, cfg.max_chars, covered,
                                    skip={e.signature for e in written}, counts=counts,
-                                   steps=cfg.subjects == "seen-and-steps")
+                                   steps=cfg.subjects == "seen-and-steps",
+                                   type_steps=cfg.subjects == "seen-and-type-steps")
     for entry in written:
         old = to_revise.pop(entry.signature, None)
         if old is not None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from edge.bank.entry import BankEntry
 from edge.bank.sanitize import refusal_reason, sanitize_guidance
 from edge.bank.store import ExperienceBank
+from edge.envs.base import EVERY_SUBJECT
 from edge.envs.registry import knowledge
 from edge.text import split_words
 
@@ -55,10 +56,22 @@ def prompt_text(entry: BankEntry, max_chars: int | None = None, language: str = 
     return text
 
 
+def named_text(entry: BankEntry, name: Callable[[str], str] | None, max_chars: int | None = None,
+               language: str = "ascii") -> str | None:
+    """``prompt_text`` of an entry as one task sees it: an entry about a whole task type (key
+    ``EVERY_SUBJECT``) named for the task by ``name`` (``Knowledge.name_subject``) and sanitised again;
+    None when refused, or for such an entry without ``name``."""
+    text = prompt_text(entry, max_chars, language)
+    if text is None or entry.key != EVERY_SUBJECT:
+        return text
+    return None if name is None else _vetted(name(text), max_chars, language)[0]
+
+
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
                         key_must_match: bool = True, max_chars: int | None = None,
                         language: str = "ascii", stage: Callable[[str], int] | None = None,
-                        steps: set[int] | None = None) -> tuple[str, list[str]] | None:
+                        steps: set[int] | None = None, name: Callable[[str], str] | None = None
+                        ) -> tuple[str, list[str]] | None:
     """(experience text, entry ids) for a task, or None when nothing relevant is active.
 
     Active entries of the task's type (or of any type) whose key is similar enough to the instruction,
@@ -69,19 +82,32 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     (``Knowledge.guidance_stage``; ties keep the similarity order); None lists them best first.
     ``steps`` (with ``stage``; ``bank.block_rule: complete``): the block is instead the most similar entry
     of each of these stages (``Knowledge.task_stages``), listed in stage order, and None unless every
-    stage has one: a block that covers only some of a task's steps is not shown."""
+    stage has one: a block that covers only some of a task's steps is not shown.
+    ``name`` (``Knowledge.name_subject`` for the task; ``bank.subjects: seen-and-type-steps``): the entries
+    about the whole task type (``ExperienceBank.type_entries``) are candidates too, whatever their key's
+    similarity, named for the task (``named_text``) and ranked right after the most similar entry about
+    the task's subject (the oracle's order: where to look, then the step); one is left out when an entry
+    about the subject already gives its stage (with ``stage``; without, its text), as the more specific
+    knowledge. Without ``name`` they are never shown."""
     # Complete blocks choose among every entry the task's subject and type retrieve, not the top_k alone
     # (a third "where to look" entry must not crowd out the only "what to do next" one).
     wanted = top_k if steps is None else None
     found = bank.retrieve(instruction, 4 * top_k if wanted else max(len(bank), 1), threshold, task_type)
+    found = [(e, score) for e, score in found if e.key != EVERY_SUBJECT]  # not retrieved by similarity
     if key_must_match:
         words = set(split_words(instruction))
         found = [(e, score) for e, score in found if set(split_words(e.key)) <= words]
+    candidates = [e for e, _ in found]
+    if name is not None:
+        given = {stage(e.text) for e in candidates} if stage is not None else {e.text for e in candidates}
+        typed = [e for e in bank.type_entries(task_type)
+                 if (stage(e.text) if stage is not None else name(e.text)) not in given]
+        candidates = candidates[:1] + typed + candidates[1:]
     shown = []
-    for entry, _ in found:
+    for entry in candidates:
         if wanted is not None and len(shown) >= wanted:
             break
-        text = prompt_text(entry, max_chars, language)
+        text = named_text(entry, name, max_chars, language)
         if text is None:
             continue
         if steps is not None:
@@ -105,7 +131,14 @@ def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: 
     # Complete blocks list their stages in order whatever bank.block_order says: one entry per step.
     stage = known.guidance_stage if cfg.block_order == "episode" or steps is not None else None
     return retrieve_experience(bank, query or task.instruction, task.task_type, cfg.top_k, cfg.similarity_threshold,
-                               cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps)
+                               cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps, name=name_for(task))
+
+
+def name_for(task: Task) -> Callable[[str], str] | None:
+    """``Knowledge.name_subject`` for ``task``, or None when its environment has none (then entries about
+    a whole task type are not shown: their text would name no subject)."""
+    known = knowledge(task.env)
+    return (lambda text: known.name_subject(text, task)) if known.has("name_subject") else None
 
 
 def random_entries(bank: ExperienceBank, n: int, rng: random.Random, max_chars: int | None = None,

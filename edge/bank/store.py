@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from edge.bank.embedder import HashEmbedder, MiniLMEmbedder
 from edge.bank.entry import BankEntry
+from edge.envs.base import EVERY_SUBJECT
 from edge.files import IntegrityError, write_with
 
 EMBED_DIM = 384
@@ -217,6 +218,7 @@ class ExperienceBank:
         self.in_memory = in_memory
         """Answer similarity searches from ``ActiveVectors`` (else a LanceDB query each time)."""
         self._active: ActiveVectors | None = None
+        self._every_subject: tuple[int, list[BankEntry]] | None = None  # (version, entries): type_entries
         self._last_issued = 0  # ids handed out by next_id() in this process, maybe not added yet
 
     # ----- lifecycle ----------------------------------------------------------------------
@@ -365,6 +367,19 @@ class ExperienceBank:
         )
         sims = dict(zip(hits.column("id").to_pylist(), (1.0 - float(d) for d in hits.column("_distance").to_pylist())))
         return [(e, sims[e.id]) for e in _to_entries(hits)]
+
+    @_reads
+    def type_entries(self, task_type: str) -> list[BankEntry]:
+        """Active entries about the whole of ``task_type`` (key ``EVERY_SUBJECT``: knowledge of a task type's
+        steps written once for the type), by id. Retrieval adds them for every task of the type
+        (``edge.bank.retrieval``) rather than finding them by their key's similarity."""
+        version = self._tbl.version
+        if self._every_subject is None or self._every_subject[0] != version:
+            rows = self._tbl.to_arrow()
+            rows = rows.filter(pc.and_(pc.equal(rows.column("status"), "active"),
+                                       pc.equal(rows.column("key"), EVERY_SUBJECT)))
+            self._every_subject = (version, _to_entries(rows))
+        return [e for e in self._every_subject[1] if e.task_type == task_type]
 
     def retrieve(self, query: str, k: int, threshold: float, task_type: str | None = None
                  ) -> list[tuple[BankEntry, float]]:

@@ -62,6 +62,10 @@ def missing_parts(env: str, synthesizer: str, subjects: str = "failed", block_ru
     if subjects == "seen-and-steps" and not have.has("step_guidance"):
         lines.append("no step knowledge (KNOWLEDGE.step_guidance): with bank.subjects: seen-and-steps, a task type's "
                      "steps are written only for failures")
+    if subjects == "seen-and-type-steps" and not (have.has("type_step_guidance") and have.has("name_subject")):
+        lines.append("no knowledge of a task type's steps for every subject (KNOWLEDGE.type_step_guidance and "
+                     "name_subject): with bank.subjects: seen-and-type-steps, a task type's steps are written "
+                     "only for failures")
     if block_rule == "complete" and not have.has("task_stages"):
         lines.append("no task stages (KNOWLEDGE.task_stages): with bank.block_rule: complete, blocks are still the "
                      "bank.top_k most similar entries")
@@ -237,12 +241,14 @@ def synthesize(trajectories: list[Trajectory], synthesizer, round_index: int, ne
 
 def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, evidence: dict[str, Any],
                     max_chars: int = 300, covered=lambda signature, text: False, skip: set[str] = frozenset(),
-                    counts: Counter | None = None, steps: bool = False) -> list[BankEntry]:
+                    counts: Counter | None = None, steps: bool = False, type_steps: bool = False
+                    ) -> list[BankEntry]:
     """Entries of knowledge about subjects (``bank.subjects: seen``): for every subject the environment's
     evidence says enough about (``Knowledge.subject_guidance``), whether or not a task about it has failed,
     the entry its failure would get, for every task type ("any"), keyed by the subject. With ``steps``
     (``seen-and-steps``) also each task type's steps for the round's subjects of the type
-    (``Knowledge.step_guidance``), for that type. ``skip``: signatures
+    (``Knowledge.step_guidance``), for that type; with ``type_steps`` (``seen-and-type-steps``) each task
+    type's steps once for the type, subject ``EVERY_SUBJECT`` (``Knowledge.type_step_guidance``). ``skip``: signatures
     this round's failures already wrote for; ``covered`` as in ``synthesize``. ``counts`` is incremented per
     subject: ``subject_refused_by_sanitiser``, ``subject_covered``, ``subject_written``."""
     counts = Counter() if counts is None else counts
@@ -256,6 +262,8 @@ def subject_entries(trajectories: list[Trajectory], round_index: int, new_id, ev
         notes = reader.subject_guidance(by_env[env], evidence[env])
         if steps and reader.has("step_guidance"):
             notes += reader.step_guidance(by_env[env], evidence[env])
+        if type_steps and reader.has("type_step_guidance") and reader.has("name_subject"):
+            notes += reader.type_step_guidance(by_env[env], evidence[env])
         for note in notes:
             signature = f"{note.task_type}|{note.subject}|{note.pattern}"
             if signature in skip:

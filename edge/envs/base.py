@@ -131,6 +131,13 @@ class Demonstrators:
     keep_explorer_failures: bool = False
 
 
+EVERY_SUBJECT = "*"
+"""The subject (and the bank entry's key) of knowledge about a whole task type rather than one subject
+(``Knowledge.type_step_guidance``): such an entry is retrieved for every task of its type, whatever the
+task is about, and its text names the task's own subject on the way to the prompt
+(``Knowledge.name_subject``). ``*`` has no words, so it is never a word an instruction must contain."""
+
+
 @dataclass(frozen=True)
 class SubjectGuidance:
     """One entry's worth of knowledge about a subject (``Knowledge.subject_guidance``)."""
@@ -165,7 +172,8 @@ class Knowledge:
     """
 
     PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "step_guidance",
-             "guidance_stage", "task_stages", "oracle_advice", "demonstrators", "guidance_vocabulary")
+             "type_step_guidance", "name_subject", "guidance_stage", "task_stages", "oracle_advice",
+             "demonstrators", "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
     """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
@@ -210,6 +218,20 @@ class Knowledge:
         household: heat the object with the tool the winners heated with, before placing it). Each
         serves its task type (``SubjectGuidance.task_type``) and shares its signature with the entry
         a failure to take the step would write."""
+        raise NotImplementedError
+
+    def type_step_guidance(self, trajectories: list[Trajectory], evidence: Any) -> list[SubjectGuidance]:
+        """Knowledge about a task type's steps, once for the type (``bank.subjects: seen-and-type-steps``):
+        what :meth:`step_guidance` says for each subject, written with subject ``EVERY_SUBJECT`` and a text
+        that :meth:`name_subject` names for each task it is shown to (household: heat the object with the
+        microwave before placing it). So a task retrieves its type's steps whether or not a task about
+        its subject has been played. Needs :meth:`name_subject`."""
+        raise NotImplementedError
+
+    def name_subject(self, text: str, task: Task) -> str:
+        """The text of an ``EVERY_SUBJECT`` entry (:meth:`type_step_guidance`) as shown to ``task``: named
+        for the task's own subject ("heat the object ..." -> "heat the apple ..."). The result is
+        sanitised again before it reaches a prompt."""
         raise NotImplementedError
 
     def entry_task_type(self, failure: Failure, text: str) -> str:

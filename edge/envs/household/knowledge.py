@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from edge.envs.base import Demonstrators, Knowledge, SubjectGuidance, Task
+from edge.envs.base import EVERY_SUBJECT, Demonstrators, Knowledge, SubjectGuidance, Task
 from edge.envs.household.tasks import TRANSFORM
 from edge.envs.household.world import kind_of
 from edge.guidance import entry
@@ -37,6 +37,10 @@ FIND_OPENING = "try : look for "
 """How a ``find_in`` entry begins (its text is read back by the place list, task type and stage)."""
 SECOND_OPENING = "try : after you put one "
 """How a ``second_object`` entry begins."""
+ANY_OBJECT = "object"
+"""The word a task type's step names instead of an object kind when it is written once for the type
+(``type_step_guidance``); ``name_subject`` puts each task's object kind in its place. No object kind
+of either environment is called "object"."""
 
 
 def find_in(obj: str, receptacle_kinds: list[str]) -> str:
@@ -226,33 +230,61 @@ class RoomKnowledge(Knowledge):
                                        tuple(shown_by[obj][:self.MAX_PROVENANCE])))
         return out
 
-    def step_guidance(self, trajectories: list[Trajectory], evidence: dict) -> list[SubjectGuidance]:
-        """For each task type with a step whose winners the evidence has seen, that step for every object
-        kind this round's tasks of the type are about: the text a failure to take it would get
-        (``write_guidance``; a transformation names the tool most winners used). Provenance: the round's
-        winners of the type first, then its tasks about the object."""
+    @staticmethod
+    def step_text(goal_type: str, obj: str, tool: str) -> tuple[str, str]:
+        """(pattern, text) of a task type's step for ``obj``: the entry a failure to take it would get
+        (``write_guidance``); ``tool``, the kind a transformation uses (read only for those types)."""
+        if goal_type in TRANSFORM:
+            return "no_transform", transform_first(TRANSFORM[goal_type], obj, tool)
+        if goal_type == "look_at_obj_in_light":
+            return "no_lamp", take_to_lamp(obj)
+        return "second_missing", second_object(obj)
+
+    def _steps_by_type(self, trajectories: list[Trajectory], evidence: dict
+                       ) -> Iterator[tuple[str, str, dict[str, list[Trajectory]], list[str]]]:
+        """(task type, the tool most of its winners used, the round's trajectories of the type by object
+        kind, the ids of the round's winners of the type) for each type whose winners the evidence has
+        seen take the step, in name order."""
         by_type: dict[str, dict[str, list[Trajectory]]] = defaultdict(lambda: defaultdict(list))
         for t in trajectories:
             goal = t.task.spec["goal"]
             by_type[goal["type"]][goal["object"]].append(t)
-        out = []
         for goal_type in sorted(by_type):
             done = Counter(((evidence.get("won_steps") or {}).get(goal_type)) or {})
             if not done:
                 continue
             winners = [t.traj_id for objs in by_type[goal_type].values() for t in objs if t.won]
             tool = done.most_common(1)[0][0]  # ties: the one seen first, as write_guidance picks
-            for obj in sorted(by_type[goal_type]):
-                if goal_type in TRANSFORM:
-                    pattern, text = "no_transform", transform_first(TRANSFORM[goal_type], obj, tool)
-                elif goal_type == "look_at_obj_in_light":
-                    pattern, text = "no_lamp", take_to_lamp(obj)
-                else:
-                    pattern, text = "second_missing", second_object(obj)
-                sources = list(dict.fromkeys(winners + [t.traj_id for t in by_type[goal_type][obj]]))
+            yield goal_type, tool, by_type[goal_type], winners
+
+    def step_guidance(self, trajectories: list[Trajectory], evidence: dict) -> list[SubjectGuidance]:
+        """For each task type with a step whose winners the evidence has seen, that step for every object
+        kind this round's tasks of the type are about: the text a failure to take it would get
+        (``write_guidance``; a transformation names the tool most winners used). Provenance: the round's
+        winners of the type first, then its tasks about the object."""
+        out = []
+        for goal_type, tool, by_object, winners in self._steps_by_type(trajectories, evidence):
+            for obj in sorted(by_object):
+                pattern, text = self.step_text(goal_type, obj, tool)
+                sources = list(dict.fromkeys(winners + [t.traj_id for t in by_object[obj]]))
                 out.append(SubjectGuidance(obj, pattern, "try", text, tuple(sources[:self.MAX_PROVENANCE]),
                                            task_type=goal_type))
         return out
+
+    def type_step_guidance(self, trajectories: list[Trajectory], evidence: dict) -> list[SubjectGuidance]:
+        """``step_guidance`` once per task type: the step with ``ANY_OBJECT`` for the object kind, subject
+        ``EVERY_SUBJECT``. Provenance: the round's winners of the type first, then its other tasks."""
+        out = []
+        for goal_type, tool, by_object, winners in self._steps_by_type(trajectories, evidence):
+            pattern, text = self.step_text(goal_type, ANY_OBJECT, tool)
+            sources = list(dict.fromkeys(winners + [t.traj_id for obj in sorted(by_object) for t in by_object[obj]]))
+            out.append(SubjectGuidance(EVERY_SUBJECT, pattern, "try", text, tuple(sources[:self.MAX_PROVENANCE]),
+                                       task_type=goal_type))
+        return out
+
+    def name_subject(self, text: str, task: Task) -> str:
+        """``ANY_OBJECT`` replaced by the task's object kind, as the oracle's advice names it."""
+        return re.sub(rf"\b{ANY_OBJECT}\b", task.spec["goal"]["object"], text)
 
     def entry_task_type(self, failure: Failure, text: str) -> str:
         """Where an object kind lies serves every task type that needs it; steps of a task type
