@@ -177,6 +177,24 @@ def retrieving(r: dict) -> str:
     return f"{fmean(x['hit_rate'] for x in rounds):.0%} ({fmean(later):.0%})"
 
 
+def against(name: str, other: str, seeds: list[int]) -> dict:
+    """Configuration ``name`` − configuration ``other`` (both run in this sweep, default budget, same seeds),
+    paired by seed and task: final plain success, and success with each run's own advice or bank."""
+    def runs(config: str) -> dict:
+        return {s: read_run(ROOT / config / run_name("household", method_of(config), s), [SPLIT]) for s in seeds}
+
+    ours, theirs = runs(name), runs(other)
+    out = {}
+    for condition, metric in (("plain", "plain"), ("with_advice", "with_bank")):
+        def final(runs: dict, s: int, metric=metric) -> float:
+            return runs[s]["final"][f"{SPLIT}_{metric}"]
+
+        out[condition] = paired_difference(
+            [final(ours, s) for s in seeds], [final(theirs, s) for s in seeds], seeds,
+            [(ours[s]["final_tasks"][SPLIT][metric], theirs[s]["final_tasks"][SPLIT][metric]) for s in seeds])
+    return out
+
+
 def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_runs: Path) -> dict:
     method, default_name = method_of(name), default_of(name)
 
@@ -193,7 +211,10 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
         ours = {int(s): r for s, r in report["runs"]["household"][method].items()}
     if budget == 1:
         grpo = reference("grpo")
-        default = ours if name == default_name else reference(method)
+        try:
+            default = ours if name == default_name else reference(method)
+        except FileNotFoundError:  # a machine that ran GRPO's reference runs but not the default's
+            default = None
     else:
         runs = ROOT / f"o0-x{budget:g}"
         grpo = {s: read_run(runs / run_name("household", "grpo", s), [SPLIT]) for s in seeds}
@@ -214,8 +235,9 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
         "retention": {s: ours[s]["final"][f"{SPLIT}_retention"] for s in seeds},
         "grpo": {s: plain(grpo, s) for s in seeds},
         "minus_grpo": entry["minus_grpo"], "with_advice_minus_plain": entry["with_bank_minus_plain"],
-        "minus_default": paired_difference([plain(ours, s) for s in seeds], [plain(default, s) for s in seeds],
-                                           seeds, [(tasks(ours, s), tasks(default, s)) for s in seeds]),
+        "minus_default": None if default is None else paired_difference(
+            [plain(ours, s) for s in seeds], [plain(default, s) for s in seeds], seeds,
+            [(tasks(ours, s), tasks(default, s)) for s in seeds]),
         "rounds": {s: per_round(ours[s]) for s in seeds},
         "run_minutes": fmean(r["run_seconds"] for r in ours.values() if r["run_seconds"]) / 60,
         "machine": describe_machine(),
@@ -232,8 +254,11 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="configurations to run (default all)")
     parser.add_argument("--budget", type=float, default=1.0, help="multiplies the rounds (2: the longer view)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--against", action="append", default=[],
+                        help="also compare each configuration with this one (run first, same seeds), task by task")
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
-                        help="the learning benchmark's runs (GRPO, the default oracle control and default EDGE)")
+                        help="the learning benchmark's runs (GRPO, the default oracle control and default EDGE; "
+                             "without the defaults' runs, \"− default\" is left empty)")
     args = parser.parse_args()
     seeds = args.seed or [0, 1]
     names = [n for n in CONFIGS if not args.only or n in args.only]
@@ -241,6 +266,8 @@ def main() -> None:
         names.insert(0, "o0")  # the reference runs of the longer view
     for name in names:
         row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
+        if args.budget == 1:
+            row["against"] = {other: against(name, other, seeds) for other in args.against if other != name}
         # Two sweeps run side by side (--only e14 beside --only e15): each reads the table again under a
         # lock just before writing its row, or it would write back the rows it read at start and lose
         # the other's (session 17 lost e14's that way).
@@ -289,8 +316,15 @@ def write(rows: dict) -> None:
         lines.append(
             f"| {name} | {r['asks']} | {len(r['seeds'])} | {fmean(r['plain'].values()):.1%} | "
             f"{fmean(r['with_advice'].values()):.1%} | {fmean(retention):.1%} | {_points(r['minus_grpo'])} | "
-            f"{_per_seed(r['minus_grpo'])} | {_points(r['minus_default'])} | "
+            f"{_per_seed(r['minus_grpo'])} | {_points(r['minus_default']) if r['minus_default'] else '–'} | "
             f"{_points(r['with_advice_minus_plain'])} | {retrieving(r)} | {r['run_minutes']:.1f} |")
+    pairs = [(n, other, d) for n, r in rows.items() for other, d in (r.get("against") or {}).items()]
+    if pairs:
+        lines += ["", "## One configuration against another", "",
+                  "Same seeds, paired by seed and task (`--against`); with advice: each run's own advice or bank.", "",
+                  "| config | against | seeds | plain | per seed | with advice |", "|---|---|---|---|---|---|"]
+        lines += [f"| {n} | {other} | {len(rows[n]['seeds'])} | {_points(d['plain'])} | {_per_seed(d['plain'])} | "
+                  f"{_points(d['with_advice'])} |" for n, other, d in pairs]
     lines += ["", "Overrides: " + "; ".join(f"{n}: `{' '.join(r['overrides']) or 'none'}`" for n, r in rows.items()),
               "", "## Round by round", "",
               "Training groups: plain / conditioned members' success; distillation KL per distilled state (during "
