@@ -177,11 +177,13 @@ def retrieving(r: dict) -> str:
     return f"{fmean(x['hit_rate'] for x in rounds):.0%} ({fmean(later):.0%})"
 
 
-def against(name: str, other: str, seeds: list[int]) -> dict:
-    """Configuration ``name`` − configuration ``other`` (both run in this sweep, default budget, same seeds),
-    paired by seed and task: final plain success, and success with each run's own advice or bank."""
+def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> dict:
+    """Configuration ``name`` − configuration ``other`` (default budget, same seeds; e0 and o0 are the
+    reference runs), paired by seed and task: final plain success, and success with each run's own advice
+    or bank."""
     def runs(config: str) -> dict:
-        return {s: read_run(ROOT / config / run_name("household", method_of(config), s), [SPLIT]) for s in seeds}
+        folder = reference_runs if config == default_of(config) else ROOT / config
+        return {s: read_run(folder / run_name("household", method_of(config), s), [SPLIT]) for s in seeds}
 
     ours, theirs = runs(name), runs(other)
     out = {}
@@ -260,6 +262,11 @@ def main() -> None:
                         help="the learning benchmark's runs (GRPO, the default oracle control and default EDGE; "
                              "without the defaults' runs, \"− default\" is left empty)")
     args = parser.parse_args()
+    unknown = [n for n in args.against + (args.only or []) if n not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
+    if args.against and args.budget != 1:
+        parser.error("--against compares runs at the default budget; leave --budget at 1")
     seeds = args.seed or [0, 1]
     names = [n for n in CONFIGS if not args.only or n in args.only]
     if args.budget != 1 and "o0" not in names:
@@ -267,7 +274,13 @@ def main() -> None:
     for name in names:
         row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
         if args.budget == 1:
-            row["against"] = {other: against(name, other, seeds) for other in args.against if other != name}
+            row["against"] = {}
+            for other in args.against:
+                try:
+                    if other != name:
+                        row["against"][other] = against(name, other, seeds, args.reference_runs)
+                except FileNotFoundError as err:  # its runs not made (yet): the row is still written
+                    print(f"{name} against {other}: not compared, a run is missing ({err.filename})")
         # Two sweeps run side by side (--only e14 beside --only e15): each reads the table again under a
         # lock just before writing its row, or it would write back the rows it read at start and lose
         # the other's (session 17 lost e14's that way).

@@ -172,13 +172,14 @@ class Run:
         source = self.settings.experience
         if source == "oracle":
             return Experience(experience_block(true_advice(task)), [ORACLE_ENTRY])
-        from edge.bank.retrieval import random_entries, retrieve_for_task
+        from edge.bank.retrieval import random_entries, retrieve_for_task, type_steps_for
 
         cfg = self.params.bank
         found = retrieve_for_task(self.bank(), task, cfg)
         if found and source == "random":
+            how = type_steps_for(task, cfg)  # an entry about a whole task type is named for this task
             found = random_entries(self.bank(), len(found[1]), random.Random(episode_seed(stream, task.task_id, 0)),
-                                   cfg.max_chars)
+                                   cfg.max_chars, name=how.name if how else None)
         return Experience(*found) if found else None
 
     def step_retriever(self):

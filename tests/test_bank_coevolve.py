@@ -202,14 +202,29 @@ def test_type_steps_are_written_once_and_named_for_every_task_of_the_type(tmp_pa
     assert step.id not in (retrieve_experience(bank, heat.instruction, heat_type, top_k=3, threshold=-1.0)
                            or ("", []))[1]
 
+    # Only with the option: a bank read with another setting does not show the type's step.
+    found = retrieve_for_task(bank, other, cfg.model_copy(update={"subjects": "seen-and-steps"}))
+    assert found is None or step.id not in found[1]
+
     # An entry about the task's own object that gives the same step is the more specific: it is shown
-    # and the type's is left out.
+    # in the step's place and the type's is left out, in either block order; one about another object
+    # (here named by a per-step query's observation) is not the task's own, so the type's step stays.
     own = BankEntry(id=bank.next_id(), text=f"try : heat the {obj} with the stoveburner before you put it in place .",
                     kind="try", task_type=heat_type, signature=f"{heat_type}|{obj}|no_transform", key=obj)
     bank.add([own])
-    text, ids = retrieve_for_task(bank, heat, cfg)
-    assert own.id in ids and step.id not in ids and "microwave" not in text
-    assert step.id in retrieve_for_task(bank, other, cfg)[1]
+    for order in ("episode", "similarity"):
+        text, ids = retrieve_for_task(bank, heat, cfg.model_copy(update={"block_order": order}))
+        assert own.id in ids and step.id not in ids and "microwave" not in text, order
+    text, ids = retrieve_for_task(bank, other, cfg, query=f"{other.instruction} you see a {obj} 1 .")
+    assert step.id in ids and f"heat the {other_obj} with the microwave" in text and "stoveburner" not in text
+
+    # The random-entries control names a type's step for the task it is shown to, or leaves it out.
+    import random
+
+    from edge.bank.retrieval import random_entries, type_steps_for
+    drawn, _ = random_entries(bank, len(bank.all("active")), random.Random(0), name=type_steps_for(other, cfg).name)
+    assert f"heat the {other_obj} with the microwave" in drawn and "the object" not in drawn
+    assert step.id not in random_entries(bank, len(bank.all("active")), random.Random(0))[1]
 
 
 def test_bank_sightings_reach_the_evidence_the_bank_writes_from(tmp_path):

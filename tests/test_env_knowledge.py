@@ -149,7 +149,8 @@ def test_complete_blocks_need_the_task_stages_part(installed):
     # A task type's steps once for the type need both parts; household has them.
     said = missing_parts("keysdoors", "template", subjects="seen-and-type-steps")
     assert any("KNOWLEDGE.type_step_guidance and name_subject" in line for line in said), said
-    assert not any("type_step" in line for line in missing_parts("household", "template", subjects="seen-and-type-steps"))
+    household = missing_parts("household", "template", subjects="seen-and-type-steps")
+    assert not any("type_step" in line for line in household), household
 
 
 def test_a_subject_missing_from_the_instruction_is_warned_about(installed, caplog):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -67,10 +68,24 @@ def named_text(entry: BankEntry, name: Callable[[str], str] | None, max_chars: i
     return None if name is None else _vetted(name(text), max_chars, language)[0]
 
 
+@dataclass(frozen=True)
+class TypeSteps:
+    """How the entries about a whole task type (key ``EVERY_SUBJECT``, ``bank.subjects:
+    seen-and-type-steps``) reach one task."""
+
+    name: Callable[[str], str]
+    """``Knowledge.name_subject`` for the task: the entry's text named for the task's subject."""
+    stage: Callable[[str], int]
+    """``Knowledge.guidance_stage``: which step a text gives (what an entry about the subject may already say)."""
+    own_words: frozenset[str]
+    """The task's instruction's words: an entry whose key they contain is about the task's own subject
+    (a per-step query's observation may name other objects)."""
+
+
 def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, top_k: int, threshold: float,
                         key_must_match: bool = True, max_chars: int | None = None,
                         language: str = "ascii", stage: Callable[[str], int] | None = None,
-                        steps: set[int] | None = None, name: Callable[[str], str] | None = None
+                        steps: set[int] | None = None, type_steps: TypeSteps | None = None
                         ) -> tuple[str, list[str]] | None:
     """(experience text, entry ids) for a task, or None when nothing relevant is active.
 
@@ -83,12 +98,11 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     ``steps`` (with ``stage``; ``bank.block_rule: complete``): the block is instead the most similar entry
     of each of these stages (``Knowledge.task_stages``), listed in stage order, and None unless every
     stage has one: a block that covers only some of a task's steps is not shown.
-    ``name`` (``Knowledge.name_subject`` for the task; ``bank.subjects: seen-and-type-steps``): the entries
-    about the whole task type (``ExperienceBank.type_entries``) are candidates too, whatever their key's
-    similarity, named for the task (``named_text``) and ranked right after the most similar entry about
-    the task's subject (the oracle's order: where to look, then the step); one is left out when an entry
-    about the subject already gives its stage (with ``stage``; without, its text), as the more specific
-    knowledge. Without ``name`` they are never shown."""
+    ``type_steps`` (``bank.subjects: seen-and-type-steps``): the entries about the whole task type
+    (``ExperienceBank.type_entries``, found by type, not by their key's similarity) come right after the
+    most similar candidate (the oracle's order: where to look, then the step), named for the task
+    (``named_text``), except where a candidate about the task's own subject already gives that stage
+    (the more specific knowledge, which keeps its own place). Without it such entries are never shown."""
     # Complete blocks choose among every entry the task's subject and type retrieve, not the top_k alone
     # (a third "where to look" entry must not crowd out the only "what to do next" one).
     wanted = top_k if steps is None else None
@@ -98,11 +112,9 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
         words = set(split_words(instruction))
         found = [(e, score) for e, score in found if set(split_words(e.key)) <= words]
     candidates = [e for e, _ in found]
-    if name is not None:
-        given = {stage(e.text) for e in candidates} if stage is not None else {e.text for e in candidates}
-        typed = [e for e in bank.type_entries(task_type)
-                 if (stage(e.text) if stage is not None else name(e.text)) not in given]
-        candidates = candidates[:1] + typed + candidates[1:]
+    if type_steps is not None:
+        candidates = with_type_steps(candidates, bank.type_entries(task_type), type_steps)
+    name = type_steps.name if type_steps is not None else None
     shown = []
     for entry in candidates:
         if wanted is not None and len(shown) >= wanted:
@@ -121,6 +133,14 @@ def retrieve_experience(bank: ExperienceBank, instruction: str, task_type: str, 
     return " ".join(text for _, text in shown), [e.id for e, _ in shown]
 
 
+def with_type_steps(candidates: list[BankEntry], typed: list[BankEntry], how: TypeSteps) -> list[BankEntry]:
+    """``candidates`` (best first) with the ``typed`` entries placed right after the first, except those
+    whose stage a candidate about the task's own subject already gives (the more specific knowledge)."""
+    given = {how.stage(e.text) for e in candidates if set(split_words(e.key)) <= how.own_words}
+    typed = [e for e in typed if how.stage(e.text) not in given]
+    return candidates[:1] + typed + candidates[1:]
+
+
 def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: str | None = None
                       ) -> tuple[str, list[str]] | None:
     """``retrieve_experience`` with the ``bank`` section's settings, for ``task`` (training, evaluation
@@ -131,24 +151,31 @@ def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: 
     # Complete blocks list their stages in order whatever bank.block_order says: one entry per step.
     stage = known.guidance_stage if cfg.block_order == "episode" or steps is not None else None
     return retrieve_experience(bank, query or task.instruction, task.task_type, cfg.top_k, cfg.similarity_threshold,
-                               cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps, name=name_for(task))
+                               cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps,
+                               type_steps=type_steps_for(task, cfg))
 
 
-def name_for(task: Task) -> Callable[[str], str] | None:
-    """``Knowledge.name_subject`` for ``task``, or None when its environment has none (then entries about
-    a whole task type are not shown: their text would name no subject)."""
+def type_steps_for(task: Task, cfg: BankConfig) -> TypeSteps | None:
+    """``TypeSteps`` for ``task`` with ``bank.subjects: seen-and-type-steps`` and an environment that can
+    name a task's subject (``Knowledge.name_subject``); else None (no bank of another setting holds such
+    entries, and a bank that does is not shown them: their text would name no subject)."""
     known = knowledge(task.env)
-    return (lambda text: known.name_subject(text, task)) if known.has("name_subject") else None
+    if cfg.subjects != "seen-and-type-steps" or not known.has("name_subject"):
+        return None
+    return TypeSteps(lambda text: known.name_subject(text, task), known.guidance_stage,
+                     frozenset(split_words(task.instruction)))
 
 
 def random_entries(bank: ExperienceBank, n: int, rng: random.Random, max_chars: int | None = None,
-                   language: str = "ascii") -> tuple[str, list[str]] | None:
+                   language: str = "ascii", name: Callable[[str], str] | None = None
+                   ) -> tuple[str, list[str]] | None:
     """``n`` active entries drawn uniformly without replacement (of any task type) from ``rng``: the
     random-entries control, guidance of the same kind and length with no relevance to the task.
-    Entries the sanitiser refuses are not drawn from (``prompt_text``)."""
+    Entries the sanitiser refuses are not drawn from (``prompt_text``); entries about a whole task type
+    are named by ``name`` (the task's ``TypeSteps.name``), and not drawn from without it (``named_text``)."""
     # Sorted by id, so the same rng state draws the same entries; refused ones are left out before
     # the draw, so a clean bank draws exactly what it drew before the check existed.
-    active = [(e, text) for e in bank.all("active") if (text := prompt_text(e, max_chars, language)) is not None]
+    active = [(e, text) for e in bank.all("active") if (text := named_text(e, name, max_chars, language)) is not None]
     if not active:
         return None
     chosen = rng.sample(active, min(n, len(active)))

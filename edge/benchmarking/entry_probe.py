@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edge.bank.retrieval import name_for, named_text, retrieve_for_task
+from edge.bank.retrieval import named_text, retrieve_for_task, type_steps_for
 from edge.bank.store import ExperienceBank
 from edge.config import BankConfig
 from edge.envs.base import Task
@@ -128,7 +128,8 @@ def retrieved_entries(bank: ExperienceBank, cfg: BankConfig) -> Callable[[Task],
         if found is None:
             return None
         block, ids = found
-        texts = [named_text(bank.get(i), name_for(task), cfg.max_chars) for i in ids]
+        how = type_steps_for(task, cfg)
+        texts = [named_text(bank.get(i), how.name if how else None, cfg.max_chars) for i in ids]
         if " ".join(texts) != block:  # the block is the entries' texts joined: anything else is a bug
             raise RuntimeError(f"task {task.task_id}: the retrieved block is not its entries' texts joined")
         return ids, texts
