@@ -38,6 +38,7 @@ from edge.benchmarking.learning import (
     summarise,
 )
 from edge.benchmarking.machine import describe_machine
+from edge.runs import run_status
 
 ROOT = Path("benchmarks/sweep/internalization")
 BASES = Path("benchmarks/sweep/bases")
@@ -178,15 +179,19 @@ def retrieving(r: dict) -> str:
 
 
 def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> dict:
-    """Configuration ``name`` − configuration ``other`` (default budget, same seeds; e0 and o0 are the
-    reference runs), paired by seed and task: final plain success, and success with each run's own advice
-    or bank."""
-    def runs(config: str) -> dict:
-        folder = reference_runs if config == default_of(config) else ROOT / config
-        return {s: read_run(folder / run_name("household", method_of(config), s), [SPLIT]) for s in seeds}
+    """Configuration ``name`` − configuration ``other`` (default budget; e0 and o0 are the reference runs),
+    paired by seed and task over the seeds ``other`` has finished (under ``seeds``): final plain success,
+    and success with each run's own advice or bank."""
+    def folder(config: str, seed: int) -> Path:
+        return (reference_runs if config == default_of(config) else ROOT / config) / run_name(
+            "household", method_of(config), seed)
 
-    ours, theirs = runs(name), runs(other)
-    out = {}
+    seeds = [s for s in seeds if (folder(other, s) / "params.json").exists()
+             and run_status(folder(other, s)).state == "finished"]
+    if not seeds:
+        raise FileNotFoundError(f"no finished run of {other}", None, str(folder(other, 0)))
+    ours, theirs = ({s: read_run(folder(c, s), [SPLIT]) for s in seeds} for c in (name, other))
+    out: dict = {"seeds": seeds}
     for condition, metric in (("plain", "plain"), ("with_advice", "with_bank")):
         def final(runs: dict, s: int, metric=metric) -> float:
             return runs[s]["final"][f"{SPLIT}_{metric}"]
@@ -336,7 +341,7 @@ def write(rows: dict) -> None:
         lines += ["", "## One configuration against another", "",
                   "Same seeds, paired by seed and task (`--against`); with advice: each run's own advice or bank.", "",
                   "| config | against | seeds | plain | per seed | with advice |", "|---|---|---|---|---|---|"]
-        lines += [f"| {n} | {other} | {len(rows[n]['seeds'])} | {_points(d['plain'])} | {_per_seed(d['plain'])} | "
+        lines += [f"| {n} | {other} | {len(d['seeds'])} | {_points(d['plain'])} | {_per_seed(d['plain'])} | "
                   f"{_points(d['with_advice'])} |" for n, other, d in pairs]
     lines += ["", "Overrides: " + "; ".join(f"{n}: `{' '.join(r['overrides']) or 'none'}`" for n, r in rows.items()),
               "", "## Round by round", "",
