@@ -349,14 +349,25 @@ def _bank_retriever(folder: Path, cfg):
 
     if not folder.is_dir():
         _fail(f"bank folder {folder} does not exist (expected runs/<run>/bank)")
+    bank_cfg, source = cfg.bank, "--params"
+    recorded = folder.parent / "params.json"
+    if recorded.exists():  # read the bank as its run did (top_k, block order and rule, type steps ...)
+        from edge.config import run_params
+
+        try:
+            bank_cfg, source = run_params(json.loads(recorded.read_text())).bank, str(recorded)
+        except ValueError as err:
+            typer.echo(f"{recorded} is not a run's parameters ({str(err).splitlines()[0]}); retrieving with "
+                       "--params' bank section", err=True)
     try:
-        store, version, round_index = open_recorded(folder, make_embedder(cfg.bank.embedder))
+        store, version, round_index = open_recorded(folder, make_embedder(bank_cfg.embedder))
     except ValueError as err:
         _fail(str(err))
-    typer.echo(f"bank: {folder}, version {version} (after round {round_index})", err=True)
+    typer.echo(f"bank: {folder}, version {version} (after round {round_index}); retrieval settings from {source}",
+               err=True)
 
     def experience_for(task):
-        found = retrieve_for_task(store, task, cfg.bank)
+        found = retrieve_for_task(store, task, bank_cfg)
         return Experience(*found) if found else None
 
     return experience_for

@@ -60,3 +60,33 @@ def test_summary_aggregates_over_seeds_with_paired_intervals(tmp_path):
     result = runner.invoke(app, ["summary", str(compare)])
     assert result.exit_code == 0, result.output
     assert "over seeds" in result.output and "+5.0 [" in result.output
+
+
+def test_eval_with_a_bank_retrieves_as_its_run_did(tmp_path):
+    """`edge eval --bank runs/<run>/bank` reads the bank with the run's own bank section (params.json beside
+    it), so a bank of steps written once per task type shows them as training did; without the run's record,
+    the project's section (--params)."""
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.entry import BankEntry
+    from edge.bank.store import ExperienceBank
+    from edge.cli import _bank_retriever
+    from edge.config import BankConfig, EdgeParams
+    from edge.envs.base import EVERY_SUBJECT
+    from edge.envs.household import generate_tasks
+
+    heat = next(t for t in generate_tasks("test_seen", 100, seed=0) if t.task_type == "pick_heat_then_place_in_recep")
+    run = tmp_path / "run"
+    bank = ExperienceBank.open(run / "bank", HashEmbedder())
+    bank.add([BankEntry(id="g000001", text="try : heat the object with the microwave before you put it in place .",
+                        kind="try", task_type=heat.task_type, signature=f"{heat.task_type}|*|no_transform",
+                        key=EVERY_SUBJECT)])
+    (run / "bank_versions.json").write_text(json.dumps({"0": bank.version()}))
+    project = EdgeParams(bank=BankConfig(embedder="hash"))
+    assert _bank_retriever(run / "bank", project)(heat) is None  # the spec's settings show no type steps
+    recorded = project.model_copy(update={"bank": BankConfig(embedder="hash", grain="knowledge",
+                                                             subjects="seen-and-type-steps")})
+    (run / "params.json").write_text(recorded.model_dump_json())
+    found = _bank_retriever(run / "bank", project)(heat)
+    obj = heat.spec["goal"]["object"]
+    assert found.text == f"try : heat the {obj} with the microwave before you put it in place ."
+    assert found.entry_ids == ["g000001"]
