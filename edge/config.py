@@ -322,8 +322,10 @@ class BankConfig(_Section):
     every task of the type and named for the task's own object (``Knowledge.name_subject``), unless an
     entry about the task's object already gives that step: a task then gets its type's step even when
     no task about its object was played, which ``seen-and-steps`` needs (block anatomy: a third of e16's
-    blocks lacked a step, nearly all for want of an entry). All three need ``grain: knowledge`` (the
-    subject's entries serve every task type)."""
+    blocks lacked a step, nearly all for want of an entry). Measured (sweep row e18 of internalization.md):
+    blocks lacking a step become rare, but EDGE's final plain success does not move (−0.3 [−7.3, 6.6]
+    against GRPO), so the default stays ``failed``. All three need ``grain: knowledge`` (the subject's
+    entries serve every task type)."""
     synthesizer: Literal["template", "lm"] = "template"
     lm_endpoint: str | None = None
     """LM synthesizer: base URL of an OpenAI-compatible server (…/v1/chat/completions is appended)."""
