@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from advice_probe import base_folder  # this folder's advice probe: where a seed's warm start is
 
-from edge.benchmarking.entry_probe import entry_effects, retrieved_entries
+from edge.benchmarking.entry_probe import entry_effects, entry_labels, retrieved_entries
 from edge.benchmarking.machine import describe_machine
 from edge.config import run_params
 from edge.envs.registry import knowledge
@@ -66,7 +66,7 @@ def probe_run(edge_run: Path, bases: Path, env: str, seed: int, n_tasks: int, sp
            "retrieving_tasks": sum(retrieved(t) is not None for t in tasks), "policies": {}}
     for name, folder in (("warm start", base_folder(edge_run.parent, bases, env, seed)), ("EDGE final", checkpoint)):
         actor = Actor(load_policy(params.policy, checkpoint=folder, seed=seed, envs=[env]))
-        effects = entry_effects(actor, tasks, sample_seeds, retrieved, oracle)
+        effects = entry_effects(actor, tasks, sample_seeds, retrieved, oracle, entry_labels(run.bank(), params.bank))
         rows = [e.as_dict() | {"stage": STAGES.get(stage(e.text), str(stage(e.text))) if stage else "-"}
                 for e in effects]
         out["policies"][name] = {"entries": rows, "stages": pooled(rows)}

@@ -44,6 +44,8 @@ ROOT = Path("benchmarks/sweep/internalization")
 BASES = Path("benchmarks/sweep/bases")
 OUT = Path("benchmarks/results")
 ORACLE = "edge-oracle-bank"
+GRPO = "grpo"
+"""The learning benchmark's GRPO runs: a method, and read (``runs_of``) as if it were a configuration."""
 SPLIT = "test_seen"
 
 # name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
@@ -148,12 +150,26 @@ CONFIGS = {
 
 
 def method_of(name: str) -> str:
+    if name == GRPO:
+        return GRPO
     return "edge" if name.startswith("e") else ORACLE
 
 
 def default_of(name: str) -> str:
     """The configuration whose runs are the learning benchmark's own (read from the reference runs)."""
     return "e0" if name.startswith("e") else "o0"
+
+
+def run_folder(config: str, seed: int, reference_runs: Path) -> Path:
+    """Where the run of configuration ``config`` at ``seed`` (default budget) is: in ``reference_runs`` for
+    GRPO and the defaults (e0, o0), which are the learning benchmark's own runs; else under ROOT/<config>."""
+    folder = reference_runs if config in (GRPO, default_of(config)) else ROOT / config
+    return folder / run_name("household", method_of(config), seed)
+
+
+def runs_of(config: str, seeds: list[int], reference_runs: Path) -> dict[int, dict]:
+    """The runs of configuration ``config`` at ``seeds`` (``run_folder``), as ``read_run`` reads them."""
+    return {s: read_run(run_folder(config, s, reference_runs), [SPLIT]) for s in seeds}
 
 
 def bench_config(name: str, methods: list[str], seeds: list[int], budget: float, jobs: int) -> LearningBenchConfig:
@@ -187,15 +203,11 @@ def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> di
     """Configuration ``name`` − configuration ``other`` (default budget; e0 and o0 are the reference runs),
     paired by seed and task over the seeds ``other`` has finished (under ``seeds``): final plain success,
     and success with each run's own advice or bank."""
-    def folder(config: str, seed: int) -> Path:
-        return (reference_runs if config == default_of(config) else ROOT / config) / run_name(
-            "household", method_of(config), seed)
-
-    seeds = [s for s in seeds if (folder(other, s) / "params.json").exists()
-             and run_status(folder(other, s)).state == "finished"]
+    seeds = [s for s in seeds if (run_folder(other, s, reference_runs) / "params.json").exists()
+             and run_status(run_folder(other, s, reference_runs)).state == "finished"]
     if not seeds:
-        raise FileNotFoundError(f"no finished run of {other}", None, str(folder(other, 0)))
-    ours, theirs = ({s: read_run(folder(c, s), [SPLIT]) for s in seeds} for c in (name, other))
+        raise FileNotFoundError(f"no finished run of {other}", None, str(run_folder(other, 0, reference_runs)))
+    ours, theirs = (runs_of(c, seeds, reference_runs) for c in (name, other))
     out: dict = {"seeds": seeds}
     for condition, metric in (("plain", "plain"), ("with_advice", "with_bank")):
         def final(runs: dict, s: int, metric=metric) -> float:
@@ -209,12 +221,8 @@ def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> di
 
 def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_runs: Path) -> dict:
     method, default_name = method_of(name), default_of(name)
-
-    def reference(m: str) -> dict:
-        return {s: read_run(reference_runs / run_name("household", m, s), [SPLIT]) for s in seeds}
-
     if budget == 1 and name == default_name:  # the benchmark's own run of the method is this configuration
-        ours = reference(method)
+        ours = runs_of(name, seeds, reference_runs)
     else:
         # The longer view's reference folder (o0) also holds its GRPO runs.
         methods = ["grpo", method] if budget != 1 and name == "o0" else [method]
@@ -222,9 +230,9 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
         report = run_benchmark(cfg, command=f"benchmarks/internalization_sweep.py --only {name}", track=False)
         ours = {int(s): r for s, r in report["runs"]["household"][method].items()}
     if budget == 1:
-        grpo = reference("grpo")
+        grpo = runs_of(GRPO, seeds, reference_runs)
         try:
-            default = ours if name == default_name else reference(method)
+            default = ours if name == default_name else runs_of(default_name, seeds, reference_runs)
         except FileNotFoundError:  # a machine that ran GRPO's reference runs but not the default's
             default = None
     else:

@@ -227,6 +227,28 @@ def test_type_steps_are_written_once_and_named_for_every_task_of_the_type(tmp_pa
     assert step.id not in random_entries(bank, len(bank.all("active")), random.Random(0))[1]
 
 
+def test_retrieval_asks_for_the_environments_knowledge_once_a_task(tmp_path, monkeypatch):
+    """`retrieve_for_task` hands the knowledge it looked up to `type_steps_for`; another caller of
+    `type_steps_for` (the random-entries control) still gets it from the registry."""
+    import edge.bank.retrieval as retrieval
+    from edge.envs.base import EVERY_SUBJECT
+
+    heat = next(t for t in generate_tasks("train", 200, seed=4) if t.task_type == "pick_heat_then_place_in_recep")
+    obj = heat.spec["goal"]["object"]
+    cfg = BankConfig(grain="knowledge", subjects="seen-and-type-steps", embedder="hash", similarity_threshold=-1.0)
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    bank.add([BankEntry(id="g000001", text="try : heat the object with the microwave before you put it in place .",
+                        kind="try", task_type=heat.task_type, signature=f"{heat.task_type}|*|no_transform",
+                        key=EVERY_SUBJECT)])
+    asked = []
+    registry = retrieval.knowledge
+    monkeypatch.setattr(retrieval, "knowledge", lambda env: asked.append(env) or registry(env))
+    text, ids = retrieval.retrieve_for_task(bank, heat, cfg)
+    assert ids == ["g000001"] and text == f"try : heat the {obj} with the microwave before you put it in place ."
+    assert asked == [heat.env]
+    assert retrieval.type_steps_for(heat, cfg).name("the object") == f"the {obj}" and asked == [heat.env] * 2
+
+
 def test_bank_sightings_reach_the_evidence_the_bank_writes_from(tmp_path):
     """`bank.sightings` is what the round's evidence counts with: a trajectory that went back to its
     object's receptacle three times adds one sighting with once-per-episode, three with every (the default)."""

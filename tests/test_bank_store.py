@@ -432,3 +432,45 @@ def test_in_memory_search_agrees_with_lancedb_and_follows_writes(tmp_path, emb):
     # A write through another handle (pruning the best entry) is seen by the next search.
     lance.upsert([dataclasses.replace(best, status="pruned")])
     assert best.id not in [e.id for e, _ in memory.retrieve(queries[0], 5, -1.0, None)]
+
+
+def test_type_entries_are_the_active_entries_about_a_whole_type_read_with_the_search_rows(tmp_path, emb, monkeypatch):
+    """Version after version, ``type_entries`` gives the active entries with key ``EVERY_SUBJECT`` of exactly
+    the task type, by id, in memory and from LanceDB alike; in memory it reads no table the similarity
+    search has not already read (one ``to_arrow`` per version for both)."""
+    from edge.envs.base import EVERY_SUBJECT
+
+    def expected(bank, task_type):  # the rule: active, about the whole type, of that type (not "any"), by id
+        return [e for e in bank.all("active") if e.key == EVERY_SUBJECT and e.task_type == task_type]
+
+    memory = ExperienceBank.open(tmp_path / "b", emb)
+    lance = ExperienceBank.open(tmp_path / "b", emb, in_memory=False)
+    assert memory.type_entries("heat") == lance.type_entries("heat") == []  # an empty bank
+    versions = [
+        lambda: memory.add([mk("g000005", "try : heat the object", "heat", key=EVERY_SUBJECT),
+                            mk("g000002", "try : cool the object", "cool", key=EVERY_SUBJECT),
+                            mk("g000003", "try : look in the fridge", "heat", key="apple"),
+                            mk("g000001", "try : open things", "any", key=EVERY_SUBJECT)]),
+        lambda: memory.add([mk("g000004", "try : heat it with the stoveburner", "heat", key=EVERY_SUBJECT)]),
+        lambda: lance.upsert([dataclasses.replace(memory.get("g000005"), status="pruned")]),
+        lambda: memory.add([mk("g000006", "try : heat it again", "heat", key=EVERY_SUBJECT, status="merged")]),
+    ]
+    seen = []
+    for write in versions:
+        write()
+        for task_type in ("heat", "cool", "any", "pick"):
+            ours = memory.type_entries(task_type)
+            assert ours == lance.type_entries(task_type) == expected(memory, task_type), task_type
+            seen.append([e.id for e in ours])
+    assert seen[4] == ["g000004", "g000005"] and seen[8] == ["g000004"] and seen[2] == ["g000001"]
+
+    reads = []
+    to_arrow = memory._tbl.to_arrow
+    monkeypatch.setattr(memory._tbl, "to_arrow", lambda *a, **kw: reads.append(1) or to_arrow(*a, **kw))
+    memory.retrieve("heat the apple", 3, -1.0, "heat")
+    assert [e.id for e in memory.type_entries("heat")] == ["g000004"] and len(reads) == 0  # this version is held
+    memory.add([mk("g000007", "try : heat it with the microwave", "heat", key=EVERY_SUBJECT)])
+    assert [e.id for e in memory.type_entries("heat")] == ["g000004", "g000007"]
+    memory.retrieve("heat the apple", 3, -1.0, "heat")
+    memory.type_entries("cool")
+    assert len(reads) == 1  # the new version read once, for type entries and search together

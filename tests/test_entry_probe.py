@@ -97,3 +97,35 @@ def test_block_anatomy_takes_each_stage_from_the_bank_or_the_oracle():
     assert oracle_with_bank_stage([bank_find], oracle, stage, {1}) == f"{oracle_find} {heat}"  # no bank step
     assert oracle_with_bank_stage([bank_find, bank_heat], oracle, stage, {1}) == f"{oracle_find} {bank_heat}"
     assert oracle_with_bank_stage([bank_find, second], oracle, stage, {0, 2}) == f"{bank_find} {heat}"
+
+
+def test_an_entry_about_a_whole_task_type_is_reported_under_its_own_text(tmp_path, monkeypatch):
+    """A type's step is shown to each task named for its object; the report labels it with the text written
+    for the type (``entry_labels``), not with the first task's naming of it. Other entries keep their text."""
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.entry import BankEntry
+    from edge.bank.store import ExperienceBank
+    from edge.config import BankConfig
+    from edge.envs.base import EVERY_SUBJECT
+    from edge.envs.household.knowledge import find_in
+
+    heats = [t for t in generate_tasks("train", 200, seed=4) if t.task_type == "pick_heat_then_place_in_recep"]
+    first = heats[0]
+    obj = first.spec["goal"]["object"]
+    other = next(t for t in heats if t.spec["goal"]["object"] != obj)
+    step = "try : heat the object with the microwave before you put it in place ."
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    bank.add([BankEntry(id="g000001", text=step, kind="try", task_type=first.task_type,
+                        signature=f"{first.task_type}|*|no_transform", key=EVERY_SUBJECT),
+              BankEntry(id="g000002", text=find_in(obj, ["fridge"]), kind="try", task_type="any",
+                        signature=f"any|{obj}|not_found", key=obj)])
+    cfg = BankConfig(grain="knowledge", subjects="seen-and-type-steps", embedder="hash", similarity_threshold=-1.0)
+    monkeypatch.setattr(probe, "evaluate", lambda actor, chosen, seed, experience_for=None: SimpleNamespace(
+        won_by_task={t.task_id: False for t in chosen}))
+    retrieved = probe.retrieved_entries(bank, cfg)
+    assert retrieved(first)[1] == [find_in(obj, ["fridge"]), step.replace("object", obj)]  # named when shown
+    labelled = {e.entry_id: e.text for e in entry_effects(None, [first, other], [1], retrieved,
+                                                           label=probe.entry_labels(bank, cfg))}
+    assert labelled == {"g000001": step, "g000002": find_in(obj, ["fridge"])}
+    # Without labels, the text of the first block that showed it (the first task's naming).
+    assert entry_effects(None, [first, other], [1], retrieved)[0].text == step.replace("object", obj)

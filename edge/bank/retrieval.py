@@ -24,7 +24,7 @@ from edge.text import split_words
 
 if TYPE_CHECKING:
     from edge.config import BankConfig
-    from edge.envs.base import Task
+    from edge.envs.base import Knowledge, Task
 
 log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
@@ -152,14 +152,16 @@ def retrieve_for_task(bank: ExperienceBank, task: Task, cfg: BankConfig, query: 
     stage = known.guidance_stage if cfg.block_order == "episode" or steps is not None else None
     return retrieve_experience(bank, query or task.instruction, task.task_type, cfg.top_k, cfg.similarity_threshold,
                                cfg.key_must_match, cfg.max_chars, stage=stage, steps=steps,
-                               type_steps=type_steps_for(task, cfg))
+                               type_steps=type_steps_for(task, cfg, known))
 
 
-def type_steps_for(task: Task, cfg: BankConfig) -> TypeSteps | None:
+def type_steps_for(task: Task, cfg: BankConfig, known: Knowledge | None = None) -> TypeSteps | None:
     """``TypeSteps`` for ``task`` with ``bank.subjects: seen-and-type-steps`` and an environment that can
     name a task's subject (``Knowledge.name_subject``); else None (no bank of another setting holds such
-    entries, and a bank that does is not shown them: their text would name no subject)."""
-    known = knowledge(task.env)
+    entries, and a bank that does is not shown them: their text would name no subject). ``known``: the
+    knowledge of the task's environment, when the caller has it (None: asked of the registry)."""
+    if known is None:
+        known = knowledge(task.env)
     if cfg.subjects != "seen-and-type-steps" or not known.has("name_subject"):
         return None
     return TypeSteps(lambda text: known.name_subject(text, task), known.guidance_stage,

@@ -113,6 +113,7 @@ class ActiveVectors:
     id_rank: np.ndarray
     """Each row's position in id order: ties in similarity go to the smaller id, every run."""
     _by_type: dict = dataclasses.field(default_factory=dict)
+    _every_subject: list[BankEntry] | None = None
 
     @classmethod
     def of(cls, table, version: int) -> ActiveVectors:
@@ -138,6 +139,12 @@ class ActiveVectors:
                 index = np.flatnonzero((self.task_types == task_type) | (self.task_types == ANY_TASK_TYPE))
             self._by_type[task_type] = index, np.ascontiguousarray(self.unit[index])
         return self._by_type[task_type]
+
+    def every_subject(self) -> list[BankEntry]:
+        """The rows whose key is ``EVERY_SUBJECT`` (about a whole task type), of every task type, by id."""
+        if self._every_subject is None:
+            self._every_subject = _to_entries(self.rows.filter(pc.equal(self.rows.column("key"), EVERY_SUBJECT)))
+        return self._every_subject
 
     def search(self, query: np.ndarray, limit: int, task_type: str | None) -> list[tuple[BankEntry, float]]:
         """The ``limit`` most cosine-similar rows, equal similarities in id order."""
@@ -218,7 +225,8 @@ class ExperienceBank:
         self.in_memory = in_memory
         """Answer similarity searches from ``ActiveVectors`` (else a LanceDB query each time)."""
         self._active: ActiveVectors | None = None
-        self._every_subject: tuple[int, list[BankEntry]] | None = None  # (version, entries): type_entries
+        # (version, entries) of type_entries when not in memory; in memory they come from ``_active``.
+        self._every_subject: tuple[int, list[BankEntry]] | None = None
         self._last_issued = 0  # ids handed out by next_id() in this process, maybe not added yet
 
     # ----- lifecycle ----------------------------------------------------------------------
@@ -343,16 +351,20 @@ class ExperienceBank:
         if not np.any(query):  # a text with no words: cosine is undefined, so nothing is similar
             return []
         if self.in_memory:
-            version = self._tbl.version
-            if self._active is None or self._active.version != version:
-                self._active = ActiveVectors.of(self._tbl, version)
-            hits = self._active.search(query, limit, task_type)
+            hits = self._active_vectors().search(query, limit, task_type)
         else:
             hits = self._search_lancedb(query, limit, task_type)
         out = [(e, s) for e, s in hits if s >= threshold]
         # Best first; equal similarities by id, so ties come back in the same order every run.
         out.sort(key=lambda pair: (-pair[1], pair[0].id))
         return out
+
+    def _active_vectors(self) -> ActiveVectors:
+        """``ActiveVectors`` of the table's current version, read again only once the version changed."""
+        version = self._tbl.version
+        if self._active is None or self._active.version != version:
+            self._active = ActiveVectors.of(self._tbl, version)
+        return self._active
 
     def _search_lancedb(self, query: np.ndarray, limit: int, task_type: str | None) -> list[tuple[BankEntry, float]]:
         n = len(self)
@@ -373,13 +385,16 @@ class ExperienceBank:
         """Active entries about the whole of ``task_type`` (key ``EVERY_SUBJECT``: knowledge of a task type's
         steps written once for the type), by id. Retrieval adds them for every task of the type
         (``edge.bank.retrieval``) rather than finding them by their key's similarity."""
-        version = self._tbl.version
-        if self._every_subject is None or self._every_subject[0] != version:
-            rows = self._tbl.to_arrow()
-            rows = rows.filter(pc.and_(pc.equal(rows.column("status"), "active"),
-                                       pc.equal(rows.column("key"), EVERY_SUBJECT)))
-            self._every_subject = (version, _to_entries(rows))
-        return [e for e in self._every_subject[1] if e.task_type == task_type]
+        if self.in_memory:  # the active rows similarity search holds already
+            typed = self._active_vectors().every_subject()
+        else:
+            version = self._tbl.version
+            if self._every_subject is None or self._every_subject[0] != version:
+                where = f"status = 'active' AND key = {sql_string(EVERY_SUBJECT)}"
+                self._every_subject = (version, _to_entries(self._tbl.search().where(where).limit(None).to_arrow()))
+            typed = self._every_subject[1]
+        # Of this type exactly, not also of ANY_TASK_TYPE as search takes them: a type's steps are written for it.
+        return [e for e in typed if e.task_type == task_type]
 
     def retrieve(self, query: str, k: int, threshold: float, task_type: str | None = None
                  ) -> list[tuple[BankEntry, float]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from edge.bank.retrieval import named_text, retrieve_for_task, type_steps_for
+from edge.bank.retrieval import named_text, prompt_text, retrieve_for_task, type_steps_for
 from edge.bank.store import ExperienceBank
 from edge.config import BankConfig
 from edge.envs.base import Task
@@ -33,6 +33,7 @@ class EntryEffect:
 
     entry_id: str
     text: str
+    """What the report calls the entry (``entry_effects``' ``label``)."""
     episodes: int = 0
     """(task, sampling seed) pairs on which the entry was shown."""
     plain_wins: int = 0
@@ -77,18 +78,21 @@ def word_overlap(text: str, reference: list[str]) -> float:
 
 def entry_effects(actor: Actor, tasks: list[Task], sample_seeds: list[int],
                   retrieved: Callable[[Task], tuple[list[str], list[str]] | None],
-                  oracle: Callable[[Task], list[str]] | None = None) -> list[EntryEffect]:
+                  oracle: Callable[[Task], list[str]] | None = None,
+                  label: Callable[[str], str] | None = None) -> list[EntryEffect]:
     """Each retrieved entry's contribution and lift for ``actor`` on ``tasks``, paired task by task.
 
     ``retrieved(task)``: the entries' ids and prompt texts in the block's order (the block is their texts
     joined by spaces, as retrieval builds it), or None. ``oracle(task)``: the oracle's advice lines, for
-    the agreement column. Sorted by contribution, most helpful first (ties by id)."""
+    the agreement column. ``label(entry id)``: the text an entry is reported under (``entry_labels``);
+    None: its text in the first block that shows it. Sorted by contribution, most helpful first (ties by id)."""
     shown = {t.task_id: found for t in tasks if (found := retrieved(t)) is not None}
     probed = [t for t in tasks if t.task_id in shown]
     effects: dict[str, EntryEffect] = {}
     for ids, texts in shown.values():
         for ident, text in zip(ids, texts):
-            effects.setdefault(ident, EntryEffect(ident, text))
+            if ident not in effects:
+                effects[ident] = EntryEffect(ident, text if label is None else label(ident))
     if not probed:
         return []
     positions = max(len(ids) for ids, _ in shown.values())
@@ -135,3 +139,17 @@ def retrieved_entries(bank: ExperienceBank, cfg: BankConfig) -> Callable[[Task],
         return ids, texts
 
     return retrieved
+
+
+def entry_labels(bank: ExperienceBank, cfg: BankConfig) -> Callable[[str], str]:
+    """``entry_effects``' ``label`` for a stored bank: each entry's own prompt text. An entry about a whole
+    task type (key ``EVERY_SUBJECT``) is shown to each task named for its subject (``named_text``); its
+    label is the text written for the type, not what the first task it was shown to read."""
+
+    def label(ident: str) -> str:
+        text = prompt_text(bank.get(ident), cfg.max_chars)
+        if text is None:  # a retrieved entry was shown, so the sanitiser let it through
+            raise RuntimeError(f"entry {ident}: the sanitiser refuses the text of an entry retrieval showed")
+        return text
+
+    return label

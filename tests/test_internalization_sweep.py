@@ -1,0 +1,61 @@
+"""benchmarks/internalization_sweep.py: where each configuration's runs are read from."""
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "internalization_sweep.py"
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    """The script as a module (benchmarks/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("internalization_sweep", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fake_run(folder: Path) -> dict:
+    """What ``read_run`` gives, just enough for ``against`` and ``measure``, naming the folder it was read from."""
+    split = "test_seen"
+    return {"folder": folder, "final": {f"{split}_plain": 0.5, f"{split}_with_bank": 0.6, f"{split}_retention": 0.8},
+            "final_tasks": {split: {"plain": [1, 0], "with_bank": [1, 1]}}, "bank_rounds": [], "run_seconds": 60.0}
+
+
+def test_defaults_and_grpo_are_the_reference_runs_and_every_other_configuration_its_own_folder(sweep):
+    ref = Path("reference")
+    assert sweep.run_folder("e0", 1, ref) == ref / "household-edge-s1"
+    assert sweep.run_folder("o0", 0, ref) == ref / "household-edge-oracle-bank-s0"
+    assert sweep.run_folder("grpo", 2, ref) == ref / "household-grpo-s2"
+    assert sweep.run_folder("e18", 0, ref) == sweep.ROOT / "e18" / "household-edge-s0"
+    assert sweep.run_folder("o6", 3, ref) == sweep.ROOT / "o6" / "household-edge-oracle-bank-s3"
+
+
+def test_against_and_measure_read_the_runs_of_the_configurations_they_compare(sweep, tmp_path, monkeypatch):
+    ref = tmp_path / "reference"
+    (ref / "household-edge-s0").mkdir(parents=True)
+    (ref / "household-edge-s0" / "params.json").write_text("{}")  # seed 1 of e0 has not run
+    monkeypatch.setattr(sweep, "ROOT", tmp_path / "sweep")
+    monkeypatch.setattr(sweep, "read_run", lambda folder, splits: fake_run(folder))
+    monkeypatch.setattr(sweep, "run_status", lambda folder: SimpleNamespace(state="finished"))
+    monkeypatch.setattr(sweep, "paired_difference", lambda ours, theirs, seeds, tasks: (ours, theirs, tasks))
+    monkeypatch.setattr(sweep, "describe_machine", lambda: "test")
+
+    assert sweep.runs_of("e18", [0, 1], ref) == {s: fake_run(tmp_path / "sweep" / "e18" / f"household-edge-s{s}")
+                                                  for s in (0, 1)}
+    compared = sweep.against("e18", "e0", [0, 1], ref)
+    assert compared["seeds"] == [0]  # the seeds e0 has finished
+    with pytest.raises(FileNotFoundError) as missing:
+        sweep.against("e0", "e18", [0, 1], ref)
+    assert missing.value.filename == str(tmp_path / "sweep" / "e18" / "household-edge-s0")
+
+    read = []
+    monkeypatch.setattr(sweep, "read_run", lambda folder, splits: read.append(folder) or fake_run(folder))
+    monkeypatch.setattr(sweep, "summarise", lambda runs, cfg: {"household": {"edge": {"test_seen": {
+        "minus_grpo": None, "with_bank_minus_plain": None}}}})
+    row = sweep.measure("e0", [0, 1], 1, 1, ref)  # the default: nothing runs, everything is read
+    assert read == [ref / f"household-{method}-s{s}" for method in ("edge", "grpo") for s in (0, 1)]
+    assert row["minus_default"] is not None and row["method"] == "edge"

@@ -1,0 +1,78 @@
+"""A finished run's final policy evaluated afterwards on another split (edge.benchmarking.split_eval)."""
+
+import json
+
+import pytest
+
+from edge.benchmarking import split_eval
+from edge.benchmarking.split_eval import final_evaluation
+from edge.config import parse_params
+from edge.train import train
+from tests.test_paired_evaluation import control_params
+
+
+def retrieving_params(tmp_path, method):
+    """control_params with a bank every evaluation task retrieves from (any entry is similar enough)."""
+    recorded = control_params(tmp_path, method).model_dump(mode="json")
+    recorded["bank"] |= {"similarity_threshold": -1.0, "key_must_match": False}
+    return parse_params(recorded)
+
+
+@pytest.mark.parametrize("method", ["edge"])
+def test_the_runs_own_split_reproduces_its_last_evaluation_task_by_task(tmp_path, method):
+    run = train(retrieving_params(tmp_path, method))
+    last = json.loads((run.round_dir(1) / "eval.json").read_text())["test_seen"]
+    again = final_evaluation(run.folder, "test_seen", 4)
+    assert again["plain"]["won_by_task"] == last["plain"]["won_by_task"]
+    assert again["with_bank"]["won_by_task"] == last["with_bank"]["won_by_task"]
+    assert again["retrieved_share"] == last["retrieved_share"] > 0
+    assert again["plain"]["success"] == last["plain"]["success"]
+
+
+def test_another_split_is_evaluated_once_then_read_from_the_cache(tmp_path, monkeypatch):
+    run = train(control_params(tmp_path, "grpo"))
+    before = sorted(p.name for p in run.folder.rglob("*"))
+    unseen = final_evaluation(run.folder, "test_unseen", 3, cache_dir=tmp_path / "cache")
+    assert unseen["plain"]["episodes"] == 3 and "with_bank" not in unseen
+    assert sorted(p.name for p in run.folder.rglob("*")) == before  # nothing written into the run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("evaluated again")
+
+    monkeypatch.setattr("edge.train.evaluate_policy", refuse)
+    assert final_evaluation(run.folder, "test_unseen", 3, cache_dir=tmp_path / "cache") == unseen
+    # Another size is another evaluation.
+    with pytest.raises(AssertionError, match="evaluated again"):
+        final_evaluation(run.folder, "test_unseen", 2, cache_dir=tmp_path / "cache")
+
+
+def test_an_unfinished_run_is_refused(tmp_path):
+    run = train(control_params(tmp_path, "grpo", rounds=1))
+    params = json.loads((run.folder / "params.json").read_text())
+    params["train"]["rounds"] = 2  # planned for two rounds, one done
+    (run.folder / "params.json").write_text(json.dumps(params))
+    with pytest.raises(ValueError, match="not finished"):
+        split_eval.final_evaluation(run.folder, "test_unseen", 3)
+
+
+def test_the_table_pairs_each_configuration_with_grpo_task_by_task():
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "split_table.py"
+    spec = importlib.util.spec_from_file_location("split_table", script)
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+
+    def result(won: list[bool]) -> dict:
+        return {"success": sum(won) / len(won), "won_by_task": {f"t{i}": w for i, w in enumerate(won)}}
+
+    grpo = {0: {"plain": result([True, False, False, False])}, 1: {"plain": result([True, True, False, False])}}
+    ours = {s: {"plain": result([True, True, False, False]), "with_bank": result([True, True, True, False]),
+                "retention": 2 / 3, "retrieved_share": 0.5} for s in (0, 1)}
+    r = table.row("e19", ours, grpo)
+    assert r["minus_grpo"]["per_seed"] == {"0": 0.25, "1": 0.0}
+    assert r["minus_grpo"]["per_seed_tasks"]["0"]["mean"] == pytest.approx(0.25)
+    assert r["with_bank_minus_plain"]["mean"] == pytest.approx(0.25)
+    text = table.markdown({"e19": r | {"machine": "m"}}, "test_unseen", 4)
+    assert "| e19 | 2 | 50.0% | 75.0% |" in text and "s0 +25.0, s1 +0.0" in text
