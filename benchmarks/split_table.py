@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from statistics import fmean
 
+import torch
 from filelock import FileLock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's configurations and where their runs are
@@ -118,6 +119,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(sweep.CONFIGS)}")
     seeds = args.seed or [0, 1]
+    # One torch thread, as every benchmark run evaluates (RUN_ENVIRONMENT): float sums then add up in the
+    # same order, so a run's own split gives exactly its eval.json.
+    torch.set_num_threads(1)
     grpo = evaluations(sweep.GRPO, seeds, args.split, args.episodes, args.reference_runs)
     new = {c: row(c, evaluations(c, seeds, args.split, args.episodes, args.reference_runs), grpo) for c in args.config}
     machine = describe_machine()
