@@ -320,9 +320,10 @@ def _per_seed(e: dict) -> str:
 
 
 def write(rows: dict) -> None:
-    # In the order CONFIGS lists them, whatever order they were measured in; a longer view after its base.
+    # In the order CONFIGS lists them, whatever order they were measured in; a longer view after its base,
+    # and a configuration made again on another machine (kept as NAME@machine) after the first.
     order = list(CONFIGS)
-    rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0].split("-x")[0]), kv[0])))
+    rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0].split("@")[0].split("-x")[0]), kv[0])))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "internalization.json").write_text(json.dumps(rows, indent=2) + "\n")
     machines = sorted({r.get("machine", "not recorded") for r in rows.values()})

@@ -59,3 +59,18 @@ def test_against_and_measure_read_the_runs_of_the_configurations_they_compare(sw
     row = sweep.measure("e0", [0, 1], 1, 1, ref)  # the default: nothing runs, everything is read
     assert read == [ref / f"household-{method}-s{s}" for method in ("edge", "grpo") for s in (0, 1)]
     assert row["minus_default"] is not None and row["method"] == "edge"
+
+
+def test_a_configuration_made_again_on_another_machine_is_listed_after_the_first(sweep, tmp_path, monkeypatch):
+    monkeypatch.setattr(sweep, "OUT", tmp_path)
+    interval = {"mean": 0.01, "low": -0.01, "high": 0.03, "per_seed": {"0": 0.01}}
+
+    def row(plain: float) -> dict:
+        return {"asks": "a", "overrides": [], "seeds": [0], "plain": {"0": plain}, "with_advice": {"0": 0.6},
+                "retention": {"0": plain / 0.6}, "minus_grpo": interval, "minus_default": None,
+                "with_advice_minus_plain": interval, "rounds": {"0": []}, "run_minutes": 1.0, "machine": "m"}
+
+    sweep.write({"e19": row(0.3), "o17@other": row(0.4), "o17": row(0.5)})
+    listed = [line.split(" | ")[0] for line in (tmp_path / "internalization.md").read_text().splitlines()
+              if line.startswith("| o17") or line.startswith("| e19")]
+    assert listed == ["| o17", "| o17@other", "| e19"]
