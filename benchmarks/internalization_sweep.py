@@ -203,8 +203,8 @@ def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> di
     """Configuration ``name`` − configuration ``other`` (default budget; e0 and o0 are the reference runs),
     paired by seed and task over the seeds ``other`` has finished (under ``seeds``): final plain success,
     and success with each run's own advice or bank."""
-    seeds = [s for s in seeds if (run_folder(other, s, reference_runs) / "params.json").exists()
-             and run_status(run_folder(other, s, reference_runs)).state == "finished"]
+    seeds = [s for s in seeds if ((folder := run_folder(other, s, reference_runs)) / "params.json").exists()
+             and run_status(folder).state == "finished"]
     if not seeds:
         raise FileNotFoundError(f"no finished run of {other}", None, str(run_folder(other, 0, reference_runs)))
     ours, theirs = (runs_of(c, seeds, reference_runs) for c in (name, other))

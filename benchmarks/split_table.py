@@ -76,15 +76,14 @@ def row(config: str, ours: dict[int, dict], grpo: dict[int, dict]) -> dict:
 
 
 def interval(d: dict | None) -> str:
-    if not d:
-        return "–"
-    return f"{100 * d['mean']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
+    """A paired difference as the sweep's table writes it (``_points``), or – where there is none."""
+    return sweep._points(d) if d else "–"
 
 
-def mean_of(values: dict | None, percent: bool = True) -> str:
+def mean_of(values: dict | None) -> str:
     if not values or None in values.values():
         return "–"
-    return f"{fmean(values.values()):.1%}" if percent else f"{fmean(values.values()):.2f}"
+    return f"{fmean(values.values()):.1%}"
 
 
 def markdown(rows: dict, split: str, episodes: int) -> str:
