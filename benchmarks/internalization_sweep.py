@@ -147,7 +147,8 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.similarity_threshold=0.2"]),
     "e20": ("e18 with o17's update (the conditioned members' PG in both contexts, the teacher anchored with "
-            "distill.anchor = 1): the oracle control's best options, with a learned bank that nearly every group retrieves",
+            "distill.anchor = 1): the oracle control's best options, with a learned bank that nearly every group "
+            "retrieves",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]),
 }

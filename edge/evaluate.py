@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from edge.envs.base import Task
+from edge.envs.registry import knowledge
 from edge.policy.actor import Actor
 from edge.rollout import Experience, Trajectory, rollout
 
@@ -28,9 +29,28 @@ class EvalResult:
     won_by_task: dict[str, bool] = field(default_factory=dict)
     """Each task's outcome, by task id: two evaluations with the same seed pair task by task."""
     score_by_task: dict[str, float] = field(default_factory=dict)
+    failures_by_type: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Task type -> how its lost episodes failed, as the environment's failure reader names it
+    (household: ``not_found``, ``no_transform``, ``not_placed``…) -> episodes; ``unread`` where the
+    environment has no reader or it cannot say. Where a policy loses, not only how often."""
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def failures_by_type(trajectories: list[Trajectory]) -> dict[str, dict[str, int]]:
+    """Task type -> failure pattern (``Knowledge.read_failure``) -> how many lost episodes failed so."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    readers = {}
+    for t in trajectories:
+        if t.won:
+            continue
+        if t.task.env not in readers:
+            found = knowledge(t.task.env)
+            readers[t.task.env] = found if found.has("read_failure") else None
+        read = readers[t.task.env].read_failure(t) if readers[t.task.env] is not None else None
+        counts[t.task.task_type][read[0] if read else "unread"] += 1
+    return {task_type: dict(sorted(c.items())) for task_type, c in sorted(counts.items())}
 
 
 def summarise(trajectories: list[Trajectory]) -> EvalResult:
@@ -47,6 +67,7 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
         episodes_by_type={k: len(v) for k, v in sorted(by_type.items())},
         won_by_task={t.task.task_id: t.won for t in trajectories},
         score_by_task={t.task.task_id: t.score for t in trajectories},
+        failures_by_type=failures_by_type(trajectories),
     )
 
 

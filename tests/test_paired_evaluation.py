@@ -184,3 +184,24 @@ def test_compare_reports_each_method_minus_grpo_paired_task_by_task(tmp_path):
     paired = summary["minus_grpo_plain_paired"]["edge-oracle-bank"]
     assert paired["n"] == 4 and paired["low"] <= paired["mean"] <= paired["high"]
     assert paired["mean"] == pytest.approx(summary["minus_grpo_plain"]["edge-oracle-bank"])
+
+
+def test_an_evaluation_says_how_its_lost_episodes_failed_per_task_type():
+    from collections import Counter
+
+    from edge.envs.household.knowledge import failure_pattern
+    from edge.evaluate import summarise
+
+    actor, tasks = tiny_actor(), generate_tasks("test_seen", 18, seed=2)
+    trajectories = rollout(actor, tasks, 1, 11, max_steps=15)
+    result = summarise(trajectories)
+    lost = [t for t in trajectories if not t.won]
+    assert lost, "the untrained policy should lose some of 18 short episodes"
+    expected: dict[str, Counter] = {}
+    for t in lost:
+        expected.setdefault(t.task.task_type, Counter())[failure_pattern(t)] += 1
+    assert result.failures_by_type == {k: dict(v) for k, v in expected.items()}
+    for task_type, failures in result.failures_by_type.items():  # every lost episode counted once
+        won = round(result.success_by_type[task_type] * result.episodes_by_type[task_type])
+        assert sum(failures.values()) == result.episodes_by_type[task_type] - won
+    assert "failures_by_type" in result.to_dict()

@@ -1,0 +1,77 @@
+"""Where the sweep's final policies lose, by task type and failure pattern, against GRPO's (issue 14:
+which limit stops the plain policy keeping what the scaffold teaches).
+
+Each configuration's runs, and the learning benchmark's GRPO runs, are evaluated once more after
+training, exactly as their last evaluation (``edge.benchmarking.split_eval``: the run's own bank
+settings and final bank, the first ``--episodes`` tasks of the split, the same streams for every run of a
+seed), now recording how each lost episode failed (``EvalResult.failures_by_type``). Rows: GRPO plain, and
+for each configuration plain and with its bank (the oracle's advice for o…).
+
+    .venv/bin/python benchmarks/failure_anatomy.py --config o17 --config e18 --seed 0 ... --seed 4 [--episodes 200]
+
+Evaluations are kept in benchmarks/sweep/internalization/anatomy-evals/, so a rerun only evaluates what is
+new. Writes benchmarks/results/failure_anatomy_<split>.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's configurations and where their runs are
+import internalization_sweep as sweep  # noqa: E402
+
+from edge.benchmarking.failure_anatomy import anatomy, markdown  # noqa: E402
+from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.benchmarking.split_eval import final_evaluation  # noqa: E402
+
+CACHE = sweep.ROOT / "anatomy-evals"
+"""Not split_table's cache: evaluations kept there before they recorded failures lack them."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", action="append", required=True, help="a sweep configuration (o17, e18 ...)")
+    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
+    parser.add_argument("--split", default="test_seen")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
+                        help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
+    args = parser.parse_args()
+    unknown = [c for c in args.config if c not in sweep.CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(sweep.CONFIGS)}")
+    seeds = args.seed or [0, 1]
+    torch.set_num_threads(1)  # as every benchmark run evaluates: a run's own split reproduces its eval.json
+    rows: dict[str, dict[int, dict]] = {}
+    for config in [sweep.GRPO, *args.config]:
+        for seed in seeds:
+            started = time.perf_counter()
+            result = final_evaluation(sweep.run_folder(config, seed, args.reference_runs), args.split,
+                                      args.episodes, cache_dir=CACHE)
+            for condition in ("plain", "with_bank"):
+                if condition in result:
+                    rows.setdefault(f"{config} {condition.replace('_', ' ')}", {})[seed] = result[condition]
+            print(f"{config} seed {seed}: {time.perf_counter() - started:.0f} s", flush=True)
+    report = anatomy(rows, reference=f"{sweep.GRPO} plain")
+    command = ("benchmarks/failure_anatomy.py " + " ".join(f"--config {c}" for c in args.config) + " "
+               + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split} --episodes {args.episodes}")
+    report |= {"seeds": seeds, "split": args.split, "episodes": args.episodes, "machine": describe_machine(),
+               "command": command}
+    name = f"failure_anatomy_{args.split}"
+    sweep.OUT.mkdir(parents=True, exist_ok=True)
+    (sweep.OUT / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True))
+    note = (f"The final policies of the sweep's runs (configurations in internalization.md) and of GRPO's, "
+            f"household {args.split}, the first {args.episodes} tasks, seeds {', '.join(map(str, seeds))}; "
+            f"machine: {report['machine']}. Command: `.venv/bin/python {command}`.")
+    (sweep.OUT / f"{name}.md").write_text(markdown(report, f"Where the final policies lose ({args.split})", note))
+    print((sweep.OUT / f"{name}.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
