@@ -15,7 +15,6 @@ new. Writes benchmarks/results/failure_anatomy_<split>.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -35,18 +34,7 @@ CACHE = sweep.ROOT / "anatomy-evals"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", action="append", required=True, help="a sweep configuration (o17, e18 ...)")
-    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
-    parser.add_argument("--split", default="test_seen")
-    parser.add_argument("--episodes", type=int, default=200)
-    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
-                        help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
-    args = parser.parse_args()
-    unknown = [c for c in args.config if c not in sweep.CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(sweep.CONFIGS)}")
-    seeds = args.seed or [0, 1]
+    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], "test_seen", 200)
     torch.set_num_threads(1)  # as every benchmark run evaluates: a run's own split reproduces its eval.json
     rows: dict[str, dict[int, dict]] = {}
     for config in [sweep.GRPO, *args.config]:

@@ -154,6 +154,23 @@ CONFIGS = {
 }
 
 
+def parse_evaluation_args(description: str, split: str, episodes: int) -> tuple[argparse.Namespace, list[int]]:
+    """The command line of the scripts that evaluate the sweep's finished runs again (split_table.py,
+    failure_anatomy.py): configurations, seeds, split, episodes and where GRPO's runs are."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", action="append", required=True, help="a sweep configuration (e19, o17, e0 ...)")
+    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
+    parser.add_argument("--split", default=split)
+    parser.add_argument("--episodes", type=int, default=episodes)
+    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
+                        help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
+    args = parser.parse_args()
+    unknown = [c for c in args.config if c not in CONFIGS]
+    if unknown:
+        parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
+    return args, args.seed or [0, 1]
+
+
 def method_of(name: str) -> str:
     if name == GRPO:
         return GRPO

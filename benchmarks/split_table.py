@@ -17,7 +17,6 @@ configurations already there are kept).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -106,18 +105,7 @@ def markdown(rows: dict, split: str, episodes: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", action="append", required=True, help="a sweep configuration (e19, o17, e0 ...)")
-    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
-    parser.add_argument("--split", default="test_unseen")
-    parser.add_argument("--episodes", type=int, default=400)
-    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
-                        help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
-    args = parser.parse_args()
-    unknown = [c for c in args.config if c not in sweep.CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(sweep.CONFIGS)}")
-    seeds = args.seed or [0, 1]
+    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], "test_unseen", 400)
     # One torch thread, as every benchmark run evaluates (RUN_ENVIRONMENT): float sums then add up in the
     # same order, so a run's own split gives exactly its eval.json.
     torch.set_num_threads(1)
