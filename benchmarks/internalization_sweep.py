@@ -35,6 +35,7 @@ from edge.benchmarking.learning import (
     read_run,
     run_benchmark,
     run_name,
+    signed_points,
     summarise,
 )
 from edge.benchmarking.machine import describe_machine
@@ -332,7 +333,7 @@ def main() -> None:
 
 
 def _points(e: dict) -> str:
-    return f"{100 * e['mean']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}]"
+    return signed_points(e)
 
 
 def _per_seed(e: dict) -> str:

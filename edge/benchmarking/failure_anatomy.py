@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from statistics import fmean
 
-from edge.benchmarking.learning import paired_difference
+from edge.benchmarking.learning import paired_difference, signed_points
 
 ALL = "all types"
 
@@ -42,10 +42,10 @@ def patterns_of(results: list[dict]) -> list[str]:
     return sorted({p for r in results for failures in r["failures_by_type"].values() for p in failures})
 
 
-def shares(per_seed: dict[int, dict], task_type: str, patterns: list[str]) -> dict[str, float]:
-    """Mean over seeds of each outcome's share of the type's episodes (``won`` and each pattern)."""
-    counts = [type_counts(r).get(task_type) for r in per_seed.values()]
-    counts = [c for c in counts if c and c["episodes"]]
+def shares(counts: list[dict[str, int]], patterns: list[str]) -> dict[str, float]:
+    """Mean over seeds of each outcome's share of a type's episodes (``won`` and each pattern); ``counts``:
+    each seed's ``type_counts`` of that type."""
+    counts = [c for c in counts if c["episodes"]]
     if not counts:
         return {}
     return {name: fmean(c.get(name, 0) / c["episodes"] for c in counts) for name in ["won", *patterns]}
@@ -56,24 +56,25 @@ def anatomy(evaluations: dict[str, dict[int, dict]], reference: str) -> dict:
     share of episodes won and lost each way, and the success paired by seed against row ``reference``."""
     rows = list(evaluations)
     patterns = patterns_of([r for per_seed in evaluations.values() for r in per_seed.values()])
-    types = sorted({t for per_seed in evaluations.values() for r in per_seed.values() for t in r["episodes_by_type"]})
+    counts = {name: {seed: type_counts(r) for seed, r in per_seed.items()} for name, per_seed in evaluations.items()}
+    types = sorted({t for per_seed in counts.values() for c in per_seed.values() for t in c} - {ALL})
+
+    def won_share(name: str, seed: int, task_type: str) -> float:
+        c = counts[name][seed][task_type]
+        return c["won"] / c["episodes"]
+
     table: dict[str, dict] = {}
     for task_type in [*types, ALL]:
         table[task_type] = {}
         for name in rows:
-            entry = {"shares": shares(evaluations[name], task_type, patterns)}
+            entry = {"shares": shares([c[task_type] for c in counts[name].values() if task_type in c], patterns)}
             seeds = sorted(set(evaluations[name]) & set(evaluations[reference]))
             if name != reference and len(seeds) >= 2:
                 entry["won_minus_reference"] = paired_difference(
-                    [_won_share(evaluations[name][s], task_type) for s in seeds],
-                    [_won_share(evaluations[reference][s], task_type) for s in seeds], seeds)
+                    [won_share(name, s, task_type) for s in seeds],
+                    [won_share(reference, s, task_type) for s in seeds], seeds)
             table[task_type][name] = entry
     return {"rows": rows, "patterns": patterns, "reference": reference, "types": table}
-
-
-def _won_share(result: dict, task_type: str) -> float:
-    counts = type_counts(result)[task_type]
-    return counts["won"] / counts["episodes"]
 
 
 def markdown(report: dict, title: str, note: str) -> str:
@@ -91,7 +92,7 @@ def markdown(report: dict, title: str, note: str) -> str:
             if not s:
                 continue
             d = entry.get("won_minus_reference")
-            diff = f"{100 * d['mean']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]" if d else "–"
+            diff = signed_points(d) if d else "–"
             label = f"**{task_type}**" if task_type == ALL else task_type
             lines.append(f"| {label} | {name} | {s['won']:.1%} | " + " | ".join(f"{s[p]:.1%}" for p in patterns)
                          + f" | {diff} |")

@@ -347,6 +347,11 @@ def _fmt(e: dict | None, points: bool = False) -> str:
     return f"{sign}{e['mean'] * scale:.1f}{unit} [{e['low'] * scale:.1f}, {e['high'] * scale:.1f}]"
 
 
+def signed_points(e: dict) -> str:
+    """A difference of shares in points with its interval, every figure signed: ``+2.7 [+0.8, +4.6]``."""
+    return f"{100 * e['mean']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}]"
+
+
 def _diff_cells(e: dict | None) -> str:
     return f"{_fmt(e, True)} | {e['p_value']:.3f}" if e else "– | –"
 
