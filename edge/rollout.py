@@ -182,7 +182,13 @@ def to_table(trajectories: list[Trajectory]) -> pa.Table:
     return pa.Table.from_pydict(rows, schema=STEP_SCHEMA)
 
 
+TOKEN_COLUMNS = ("prompt_ids", "candidate_ids", "response_ids", "logp")
+"""What the update reads and a reader of behaviour does not: most of a rollouts file's bytes."""
+
+
 def from_table(table: pa.Table) -> list[Trajectory]:
+    """Trajectories from a rollouts table; a table without ``TOKEN_COLUMNS`` gives decisions with
+    empty token fields (their text, choice and outcome are whole)."""
     trajectories: dict[str, Trajectory] = {}
     for row in table.to_pylist():
         traj = trajectories.get(row["traj_id"])
@@ -192,8 +198,8 @@ def from_table(table: pa.Table) -> list[Trajectory]:
             traj = trajectories[row["traj_id"]] = Trajectory(
                 row["traj_id"], task, row["group_id"], row["member"], row["conditioned"], exp,
                 won=row["won"], score=row["score"], reward=row["reward"], invalid_actions=row["invalid_actions"])
-        decision = Decision(row["action"], row["prompt_ids"], row["candidate_ids"], row["chosen"],
-                            row["response_ids"], row["logp"], row["invalid"], row["entropy"])
+        decision = Decision(row["action"], row.get("prompt_ids") or [], row.get("candidate_ids"), row["chosen"],
+                            row.get("response_ids"), row.get("logp") or [], row["invalid"], row["entropy"])
         traj.steps.append(StepRecord(row["observation"], row["admissible"], decision, row["experience"]))
     return list(trajectories.values())
 
@@ -203,12 +209,14 @@ def write_rollouts(trajectories: list[Trajectory], path: Path) -> Path:
     return write_with(Path(path), lambda tmp: pq.write_table(to_table(trajectories), tmp))
 
 
-def read_rollouts(path: Path, group_size: int | None = None) -> list[Trajectory]:
+def read_rollouts(path: Path, group_size: int | None = None, text_only: bool = False) -> list[Trajectory]:
     """The trajectories in a rollouts file, checked for whole episodes (and whole groups of
-    ``group_size``): a file cut short is an ``IntegrityError`` naming it, never a smaller round."""
+    ``group_size``): a file cut short is an ``IntegrityError`` naming it, never a smaller round.
+    ``text_only``: without ``TOKEN_COLUMNS`` (several times faster), for readers of what the agent did."""
     path = Path(path)
+    columns = [n for n in STEP_SCHEMA.names if n not in TOKEN_COLUMNS] if text_only else None
     try:
-        table = pq.read_table(path, schema=STEP_SCHEMA)
+        table = pq.read_table(path, schema=STEP_SCHEMA, columns=columns)
     except FileNotFoundError:
         raise IntegrityError(f"{path}: file is missing") from None
     except (pa.ArrowException, OSError, ValueError) as err:
