@@ -109,3 +109,17 @@ def test_training_anatomy_refuses_a_missing_reference_or_rounds_it_does_not_have
         training_anatomy(runs, reference="grpo plain", late_from=0)
     with pytest.raises(ValueError, match="late_from"):
         training_anatomy(runs, reference="o17 plain", late_from=3)
+
+
+def test_a_pattern_of_several_task_types_is_also_given_type_by_type_early_and_late():
+    def rnd(heat_skipped: int, cool_skipped: int) -> dict:
+        return {"plain": counts({"heat": 10, "cool": 10},
+                                {"heat": {"no_transform": heat_skipped}, "cool": {"no_transform": cool_skipped}})}
+
+    runs = {"grpo": {0: [rnd(4, 2), rnd(2, 2)], 1: [rnd(6, 4), rnd(0, 2)]}}
+    report = training_anatomy(runs, reference="grpo plain", late_from=1)
+    by_type = report["outcomes"]["no_transform"]["grpo plain"]["by_type"]
+    assert by_type["heat"] == pytest.approx({"early": 0.5, "late": 0.1})
+    assert by_type["cool"] == pytest.approx({"early": 0.3, "late": 0.2})
+    assert "by_type" not in report["outcomes"]["won"]["grpo plain"]
+    assert "| grpo plain | 30.0% / 20.0% | 50.0% / 10.0% |" in markdown(report, "t", "n")

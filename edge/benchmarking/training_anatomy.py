@@ -80,6 +80,12 @@ def pooled(rounds: list[dict[str, dict[str, int]]]) -> dict[str, dict[str, int]]
     return {t: dict(c) for t, c in out.items()}
 
 
+def mean_share(per_seed: dict[int, list[dict]], outcome: str, task_type: str, span: slice) -> float | None:
+    """One task type's share of ``outcome`` over the rounds in ``span`` pooled, mean over seeds."""
+    values = [v for rounds in per_seed.values() if (v := share(pooled(rounds[span]), outcome, [task_type])) is not None]
+    return fmean(values) if values else None
+
+
 def training_anatomy(runs: dict[str, dict[int, list[dict]]], reference: str, late_from: int) -> dict:
     """``runs``: configuration -> seed -> ``run_counts``. Rows are (configuration, context) pairs that
     have episodes; ``reference`` names the row the late-training shares pair against (e.g. ``grpo plain``).
@@ -110,6 +116,10 @@ def training_anatomy(runs: dict[str, dict[int, list[dict]]], reference: str, lat
                 curve.append(fmean(values) if values else None)
             late_values = [v for v in late[name].values() if v is not None]
             entry = {"rounds": curve, "late": fmean(late_values) if late_values else None}
+            if outcome != WON and len(scope) > 1:  # which of the types the pattern's share is made of
+                spans = {"early": slice(0, late_from), "late": slice(late_from, None)}
+                entry["by_type"] = {t: {part: mean_share(per_seed, outcome, t, span) for part, span in spans.items()}
+                                    for t in scope}
             seeds = sorted(s for s in late[name] if late[name][s] is not None and late[reference].get(s) is not None)
             if name != reference and len(seeds) >= 2:
                 entry["late_minus_reference"] = paired_difference([late[name][s] for s in seeds],
@@ -137,4 +147,13 @@ def markdown(report: dict, title: str, note: str) -> str:
             d = entry.get("late_minus_reference")
             pooled_cell = "–" if entry["late"] is None else f"{entry['late']:.1%}"
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {pooled_cell} | {signed_points(d) if d else '–'} |")
+        typed = {name: entry["by_type"] for name, entry in rows.items() if "by_type" in entry}
+        if typed:
+            scope = report["scopes"][outcome]
+            lines += ["", f"By task type, r0–r{late - 1} / r{late}–r{n - 1} pooled:", "",
+                      "| row | " + " | ".join(scope) + " |", "|" + " --- |" * (len(scope) + 1)]
+            for name, by_type in typed.items():
+                cells = [" / ".join("–" if by_type[t][part] is None else f"{by_type[t][part]:.1%}"
+                                    for part in ("early", "late")) for t in scope]
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
