@@ -103,6 +103,10 @@ CONFIGS = {
     "o22": ("o17 with two of each group's eight members conditioned on the advice instead of four "
             "(bank.rho = 0.25): more of the plain policy's own episodes",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "bank.rho=0.25"]),
+    "o23": ("o17 distilled on the conditioned members' states too, the block removed (distill.states = both): "
+            "the plain student also learns the teacher's choice where the block led the agent, e.g. holding the "
+            "object before the type's step, which the plain members reach less often",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
