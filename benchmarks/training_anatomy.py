@@ -2,7 +2,8 @@
 members conditioned on the block, against GRPO's (issue 14: does the plain policy learn, during
 training, the decisions the block spells out?).
 
-Reads each run's own rollouts files (nothing is rolled out again, so it takes seconds): the sweep's
+Reads each run's own rollouts files (nothing is rolled out again: about a minute for three configurations
+of five seeds): the sweep's
 configurations under benchmarks/sweep/internalization/<config>/, GRPO's in the learning benchmark's runs.
 Only finished runs are read.
 
@@ -50,13 +51,15 @@ def main() -> None:
             print(f"{config} seed {seed}: {status.rounds_planned} rounds read", flush=True)
     report = training_anatomy(runs, reference=f"{sweep.GRPO} plain", late_from=args.late_from)
     command = ("benchmarks/training_anatomy.py " + " ".join(f"--config {c}" for c in args.config) + " "
-               + " ".join(f"--seed {s}" for s in seeds) + f" --late-from {args.late_from}")
+               + " ".join(f"--seed {s}" for s in seeds) + f" --late-from {args.late_from}"
+               + ("" if args.reference_runs == Path("benchmarks/runs") else f" --reference-runs {args.reference_runs}"))
     report |= {"seeds": seeds, "machine": describe_machine(), "command": command}
     sweep.OUT.mkdir(parents=True, exist_ok=True)
     (sweep.OUT / "training_anatomy.json").write_text(json.dumps(report, indent=1, sort_keys=True))
     note = (f"The training rollouts of the sweep's runs (configurations in internalization.md) and of GRPO's, "
-            f"household, seeds {', '.join(map(str, seeds))}: 16 tasks a round, GRPO's 8 members plain, EDGE's "
-            f"4 plain and 4 conditioned. Read on {report['machine']}; which machine made each configuration's "
+            f"household, seeds {', '.join(map(str, seeds))}: 16 tasks a round of 8 members, all plain for GRPO; for "
+            f"EDGE 4 conditioned on the block where the task retrieved one (every task with the oracle's advice), "
+            f"the others plain. Read on {report['machine']}; which machine made each configuration's "
             f"runs, internalization.md says. Command: `.venv/bin/python {command}`.")
     title = "How the training episodes ended, round by round"
     (sweep.OUT / "training_anatomy.md").write_text(markdown(report, title, note))

@@ -187,10 +187,14 @@ TOKEN_COLUMNS = ("prompt_ids", "candidate_ids", "response_ids", "logp")
 
 
 def from_table(table: pa.Table) -> list[Trajectory]:
-    """Trajectories from a rollouts table; a table without ``TOKEN_COLUMNS`` gives decisions with
-    empty token fields (their text, choice and outcome are whole)."""
+    """Trajectories from a rollouts table. A table without ``TOKEN_COLUMNS`` (``read_rollouts(text_only=
+    True)``) gives decisions whose text, choice and outcome are whole but whose token fields are empty
+    (``prompt_ids`` and ``logp`` []; ``candidate_ids`` and ``response_ids`` None): for readers of behaviour,
+    never for the update, which would find no tokens to train on."""
     trajectories: dict[str, Trajectory] = {}
+    missing = [name for name in TOKEN_COLUMNS if name not in table.column_names]
     for row in table.to_pylist():
+        row |= {name: [] if name in ("prompt_ids", "logp") else None for name in missing}  # a new list a row
         traj = trajectories.get(row["traj_id"])
         if traj is None:
             exp = Experience(row["experience"], row["entry_ids"]) if row["conditioned"] else None
@@ -198,8 +202,8 @@ def from_table(table: pa.Table) -> list[Trajectory]:
             traj = trajectories[row["traj_id"]] = Trajectory(
                 row["traj_id"], task, row["group_id"], row["member"], row["conditioned"], exp,
                 won=row["won"], score=row["score"], reward=row["reward"], invalid_actions=row["invalid_actions"])
-        decision = Decision(row["action"], row.get("prompt_ids") or [], row.get("candidate_ids"), row["chosen"],
-                            row.get("response_ids"), row.get("logp") or [], row["invalid"], row["entropy"])
+        decision = Decision(row["action"], row["prompt_ids"], row["candidate_ids"], row["chosen"],
+                            row["response_ids"], row["logp"], row["invalid"], row["entropy"])
         traj.steps.append(StepRecord(row["observation"], row["admissible"], decision, row["experience"]))
     return list(trajectories.values())
 

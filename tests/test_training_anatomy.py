@@ -36,7 +36,7 @@ def test_the_text_only_read_keeps_what_the_agent_did_and_drops_the_tokens(groupe
     full, text = read_rollouts(path), read_rollouts(path, text_only=True)
     assert [(t.traj_id, t.conditioned, t.won, [s.decision.action for s in t.steps]) for t in text] == \
         [(t.traj_id, t.conditioned, t.won, [s.decision.action for s in t.steps]) for t in full]
-    assert all(s.decision.prompt_ids == [] for t in text for s in t.steps)
+    assert all(s.decision.prompt_ids == [] and s.decision.candidate_ids is None for t in text for s in t.steps)
     assert any(s.decision.prompt_ids for t in full for s in t.steps)
 
 
@@ -57,10 +57,12 @@ def test_round_counts_split_the_members_by_context_and_read_each_lost_episode_on
 
 
 def test_run_counts_read_every_round_of_a_run_folder(grouped_round, tmp_path):
-    for k in range(2):
-        write_rollouts(grouped_round, tmp_path / f"round_{k:03d}" / "rollouts.parquet")
+    rounds = [grouped_round[:8], grouped_round[8:]]  # two different rounds: the first two tasks, then the rest
+    for k, trajectories in enumerate(rounds):
+        write_rollouts(trajectories, tmp_path / f"round_{k:03d}" / "rollouts.parquet")
     counts = run_counts(tmp_path, 2)
-    assert counts == [round_counts(grouped_round)] * 2
+    assert counts == [round_counts(rounds[0]), round_counts(rounds[1])]
+    assert counts[0] != counts[1]
 
 
 def counts(episodes: dict[str, int], outcomes: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
@@ -104,11 +106,43 @@ def test_training_anatomy_averages_rounds_over_seeds_and_pairs_late_rounds_with_
 
 
 def test_training_anatomy_refuses_a_missing_reference_or_rounds_it_does_not_have():
-    runs = {"o17": {0: [{"plain": counts({"heat": 2}, {})}]}}
+    runs = {"o17": {0: [{"plain": counts({"heat": 2}, {})}] * 2}}
     with pytest.raises(ValueError, match="reference row 'grpo plain'"):
-        training_anatomy(runs, reference="grpo plain", late_from=0)
-    with pytest.raises(ValueError, match="late_from"):
-        training_anatomy(runs, reference="o17 plain", late_from=3)
+        training_anatomy(runs, reference="grpo plain", late_from=1)
+    for late_from in (0, 2):  # the early part needs a round, the late part too
+        with pytest.raises(ValueError, match="late_from"):
+            training_anatomy(runs, reference="o17 plain", late_from=late_from)
+
+
+def test_rounds_average_seeds_while_the_late_share_pools_a_seed_s_rounds_by_episodes():
+    def rnd(episodes: int, lost: int) -> dict:
+        return {"plain": counts({"heat": episodes}, {"heat": {"not_found": lost}})}
+
+    # Seed 0's late rounds: 2 of 10 and 27 of 30 won, pooled 29 / 40 (their mean would be 0.55).
+    runs = {"grpo": {0: [rnd(10, 5), rnd(10, 8), rnd(30, 3)], 1: [rnd(20, 10), rnd(40, 20), rnd(10, 5)]}}
+    won = training_anatomy(runs, reference="grpo plain", late_from=1)["outcomes"]["won"]["grpo plain"]
+    assert won["rounds"] == pytest.approx([0.5, (0.2 + 0.5) / 2, (0.9 + 0.5) / 2])  # each seed's share, averaged
+    assert won["late"] == pytest.approx((29 / 40 + 25 / 50) / 2)
+
+
+def test_a_row_without_episodes_in_a_round_or_without_paired_seeds_says_so():
+    def rnd(won: int, conditioned: bool = True) -> dict:
+        out = {"plain": counts({"heat": 10}, {"heat": {"not_found": 10 - won}})}
+        return out | ({"conditioned": counts({"heat": 10}, {"heat": {"not_found": 10 - won}})} if conditioned else {})
+
+    runs = {"grpo": {0: [rnd(1, False), rnd(2, False)], 1: [rnd(3, False), rnd(4, False)],
+                     2: [rnd(5, False), rnd(6, False)]},
+            "e18": {0: [rnd(2, False), rnd(4)], 1: [rnd(3, False), rnd(5)], 3: [rnd(3, False), rnd(5)]}}
+    report = training_anatomy(runs, reference="grpo plain", late_from=1)
+    won = report["outcomes"]["won"]
+    assert won["e18 conditioned"]["rounds"][0] is None  # round 0's bank is empty: no conditioned members
+    assert set(won["e18 plain"]["late_minus_reference"]["per_seed"]) == {"0", "1"}  # seed 3 has no GRPO run
+    text = markdown(report, "t", "n")
+    assert "| e18 conditioned | – | 47% |" in text
+    assert "(n=2) |" in text and "| grpo plain | 30% | 40% | 40.0% | reference |" in text
+    runs["e18"] = {0: runs["e18"][0], 3: runs["e18"][3]}  # one seed left to pair: no interval at all
+    won = training_anatomy(runs, reference="grpo plain", late_from=1)["outcomes"]["won"]
+    assert "late_minus_reference" not in won["e18 plain"]
 
 
 def test_a_pattern_of_several_task_types_is_also_given_type_by_type_early_and_late():
