@@ -360,7 +360,9 @@ class DistillConfig(_Section):
     states: Literal["plain", "conditioned", "both"] = "plain"
     """Which states the plain student is distilled on: ``plain``, the plain members' own states (the
     spec); ``conditioned``, the conditioned members' states with the experience removed (the states the
-    scaffold led to); ``both``. The last two need ``estimator: exact``."""
+    scaffold led to); ``both``. The last two need ``estimator: exact``. ``both`` on top of
+    ``conditioned_pg: own-and-plain`` and ``anchor: 1`` (sweep row o23 of internalization.md, five seeds): retention
+    92.3% against 88.1%, plain +2.4 [-0.9, 5.7] against ``plain``: not separated, so ``plain`` stays."""
     gate: Literal["credit", "retrieved"] = "credit"
     """Which groups are distilled: ``credit``, those whose experience helped (c(x) > 0), weighted by
     c(x) (the spec); ``retrieved``, every group that retrieved, each weighted 1."""
