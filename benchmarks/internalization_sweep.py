@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 
@@ -156,20 +157,34 @@ CONFIGS = {
             "retrieves",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]),
+    "e21": ("e20 distilled on the conditioned members' states too (distill.states = both): o23's update, whose "
+            "retention on the oracle control was 92.3%, with the learned bank",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0",
+             "distill.states=both"]),
 }
 
 
-def parse_evaluation_args(description: str, split: str, episodes: int) -> tuple[argparse.Namespace, list[int]]:
-    """The command line of the scripts that evaluate the sweep's finished runs again (split_table.py,
-    failure_anatomy.py): configurations, seeds, split, episodes and where GRPO's runs are."""
+def parse_evaluation_args(description: str, split: str | None = None, episodes: int | None = None,
+                          argv: list[str] | None = None,
+                          extra: Callable[[argparse.ArgumentParser], None] | None = None,
+                          ) -> tuple[argparse.Namespace, list[int]]:
+    """The command line of the scripts that read the sweep's finished runs again (split_table.py,
+    failure_anatomy.py, training_anatomy.py): configurations, seeds and where GRPO's runs are; --split and
+    --episodes (defaults ``split`` and ``episodes``) only for the scripts that evaluate, and what ``extra``
+    adds for one script alone. Returns the arguments and the seeds (default 0 and 1)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--config", action="append", required=True, help="a sweep configuration (e19, o17, e0 ...)")
     parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
-    parser.add_argument("--split", default=split)
-    parser.add_argument("--episodes", type=int, default=episodes)
+    if split is not None:
+        parser.add_argument("--split", default=split)
+    if episodes is not None:
+        parser.add_argument("--episodes", type=int, default=episodes)
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
                         help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
-    args = parser.parse_args()
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args(argv)
     unknown = [c for c in args.config if c not in CONFIGS]
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}; known: {', '.join(CONFIGS)}")

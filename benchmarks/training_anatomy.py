@@ -3,9 +3,8 @@ members conditioned on the block, against GRPO's (issue 14: does the plain polic
 training, the decisions the block spells out?).
 
 Reads each run's own rollouts files (nothing is rolled out again: about a minute for three configurations
-of five seeds): the sweep's
-configurations under benchmarks/sweep/internalization/<config>/, GRPO's in the learning benchmark's runs.
-Only finished runs are read.
+of five seeds): the sweep's configurations under benchmarks/sweep/internalization/<config>/, GRPO's in the
+learning benchmark's runs. Only finished runs are read.
 
     .venv/bin/python benchmarks/training_anatomy.py --config o17 --config e18 --seed 0 ... --seed 4 [--late-from 4]
 
@@ -28,17 +27,12 @@ from edge.runs import run_status  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", action="append", required=True, help="a sweep configuration (o17, e18 ...)")
-    parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
-    parser.add_argument("--late-from", type=int, default=4, help="the first round of the pooled late-training share")
-    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
-                        help="the learning benchmark's runs (GRPO and the defaults e0 / o0)")
-    args = parser.parse_args()
-    unknown = [c for c in args.config if c not in sweep.CONFIGS]
-    if unknown:
-        parser.error(f"unknown configuration {unknown[0]!r}; the sweep has {', '.join(sweep.CONFIGS)}")
-    seeds = sorted(set(args.seed or [0, 1]))
+    def late_from(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--late-from", type=int, default=4,
+                            help="the first round of the pooled late-training share")
+
+    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], extra=late_from)
+    seeds = sorted(set(seeds))
     runs: dict[str, dict[int, list]] = {}
     for config in [sweep.GRPO, *args.config]:
         runs[config] = {}

@@ -74,3 +74,24 @@ def test_a_configuration_made_again_on_another_machine_is_listed_after_the_first
     listed = [line.split(" | ")[0] for line in (tmp_path / "internalization.md").read_text().splitlines()
               if line.startswith("| o17") or line.startswith("| e19")]
     assert listed == ["| o17", "| o17@other", "| e19"]
+
+
+def test_the_scripts_that_read_runs_again_share_one_command_line(sweep, capsys):
+    # split_table / failure_anatomy: --split and --episodes with their own defaults.
+    args, seeds = sweep.parse_evaluation_args("evaluate", "test_unseen", 400, argv=["--config", "o17", "--seed", "3"])
+    assert (args.config, seeds, args.split, args.episodes) == (["o17"], [3], "test_unseen", 400)
+    assert args.reference_runs == Path("benchmarks/runs")
+
+    # training_anatomy: no evaluation, so no --split; its own option through ``extra``.
+    def late_from(parser):
+        parser.add_argument("--late-from", type=int, default=4)
+
+    args, seeds = sweep.parse_evaluation_args("read", argv=["--config", "e18", "--late-from", "2"], extra=late_from)
+    assert (seeds, args.late_from, hasattr(args, "split")) == ([0, 1], 2, False)
+    with pytest.raises(SystemExit):
+        sweep.parse_evaluation_args("read", argv=["--config", "e18", "--split", "test_seen"], extra=late_from)
+    assert "unrecognized arguments: --split" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit):
+        sweep.parse_evaluation_args("read", argv=["--config", "e99"])
+    assert "unknown configuration(s) e99" in capsys.readouterr().err
