@@ -23,9 +23,9 @@ from edge.files import read_json, write_json
 from edge.runs import run_status
 
 
-def evaluation_key(folder: Path, split: str, episodes: int) -> str:
-    """What a final evaluation depends on: the run's parameters, its final checkpoint, the split and size."""
-    params = read_json(folder / "params.json")
+def evaluation_key(folder: Path, params: dict, split: str, episodes: int) -> str:
+    """What a final evaluation depends on: the run's parameters (``params``, as its params.json records
+    them), its final checkpoint, the split and size."""
     last = folder / f"round_{params['train']['rounds'] - 1:03d}" / "checkpoint" / "edge_manifest.json"
     what = {"params": params, "checkpoint": read_json(last), "split": split, "episodes": episodes}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
@@ -42,12 +42,13 @@ def final_evaluation(folder: Path, split: str, episodes: int, cache_dir: Path | 
     status = run_status(folder)
     if status.rounds_done < status.rounds_planned:  # every round's stages sealed: the final policy is there
         raise ValueError(f"{folder}: the run is not finished ({status.state}); its final policy is not there yet")
+    recorded = read_json(folder / "params.json")
     cache = None
     if cache_dir is not None:
-        cache = Path(cache_dir) / f"{folder.name}-{split}-{episodes}-{evaluation_key(folder, split, episodes)}.json"
+        key = evaluation_key(folder, recorded, split, episodes)
+        cache = Path(cache_dir) / f"{folder.name}-{split}-{episodes}-{key}.json"
         if cache.exists():
             return read_json(cache)
-    recorded = read_json(folder / "params.json")
     recorded["eval"] = dict(recorded["eval"], splits=[split], episodes=episodes)
     params = run_params(recorded)
     run = Run(params, folder)  # read only: no lock, no stage is sealed, nothing in the folder is written
