@@ -100,10 +100,16 @@ def main() -> None:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     by_seed = {}
     for seed in seeds:
-        rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases, args.edge_runs)
-        by_seed[seed] = rows
         out = args.out_dir / f"{stem}_s{seed}.json"
-        out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=2) + "\n")
+        rows = earlier_rows(out, args)
+        if rows is None:
+            rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases,
+                         args.edge_runs)
+            out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows},
+                                      indent=2) + "\n")
+        else:
+            print(f"seed {seed}: read from {out} (probed before with the same runs, tasks and streams)")
+        by_seed[seed] = rows
         table = Table(title=f"Advice probe: {args.env} {args.split}, seed {seed}, {args.tasks} tasks; training "
                             f"groups retrieving {rows[0]['training_groups_retrieving']:.0%}")
         for col in ("policy", "plain", "oracle advice", f"bank ({rows[0]['block_order']})",
@@ -133,6 +139,21 @@ def main() -> None:
                           f"{100 * row['reordered_lift']:+.1f}", share(row["reordered_ratio"]))
         Console().print(table)
         print(f"training groups retrieving: {summary['training_groups_retrieving']:.1%}; written {out}")
+
+
+PROBE_ARGS = ("runs", "env", "bases", "edge_runs", "tasks", "split", "sample_seed")
+"""What a seed's rows depend on besides the seed: a seed's file written with the same values is reused."""
+
+
+def earlier_rows(out: Path, args: argparse.Namespace) -> list[dict] | None:
+    """The rows of a seed probed before (``out``) with the same ``PROBE_ARGS``, else None: an interrupted
+    or split-up probe resumes, and several seeds probed in parallel invocations can be summarised by one
+    more invocation over all of them."""
+    if not out.exists():
+        return None
+    earlier = json.loads(out.read_text())
+    same = all(earlier.get("args", {}).get(k) == str(getattr(args, k)) for k in PROBE_ARGS)
+    return earlier["rows"] if same else None
 
 
 def lifts(by_seed: dict[int, list[dict]]) -> dict:
