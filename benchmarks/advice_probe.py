@@ -105,8 +105,7 @@ def main() -> None:
         if rows is None:
             rows = probe(args.runs, args.env, seed, args.tasks, args.split, args.sample_seed, args.bases,
                          args.edge_runs)
-            out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows},
-                                      indent=2) + "\n")
+            out.write_text(json.dumps({"args": recorded_args(args), "rows": rows}, indent=2) + "\n")
         else:
             print(f"seed {seed}: read from {out} (probed before with the same runs, tasks and streams)")
         by_seed[seed] = rows
@@ -124,7 +123,7 @@ def main() -> None:
     if len(seeds) > 1:
         summary = lifts(by_seed)
         out = args.out_dir / f"{stem}.json"
-        out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "summary": summary,
+        out.write_text(json.dumps({"args": recorded_args(args), "summary": summary,
                                    "by_seed": by_seed}, indent=2) + "\n")
         table = Table(title=f"Advice lift over plain, mean of seeds {seeds} (points)")
         for col in ("policy", "subset", "oracle lift", "bank lift", "bank / oracle", "reordered lift",
@@ -145,14 +144,19 @@ PROBE_ARGS = ("runs", "env", "bases", "edge_runs", "tasks", "split", "sample_see
 """What a seed's rows depend on besides the seed: a seed's file written with the same values is reused."""
 
 
+def recorded_args(args: argparse.Namespace) -> dict[str, str]:
+    """The command line as the results files record it (and ``earlier_rows`` compares it)."""
+    return {k: str(v) for k, v in vars(args).items()}
+
+
 def earlier_rows(out: Path, args: argparse.Namespace) -> list[dict] | None:
     """The rows of a seed probed before (``out``) with the same ``PROBE_ARGS``, else None: an interrupted
     or split-up probe resumes, and several seeds probed in parallel invocations can be summarised by one
     more invocation over all of them."""
     if not out.exists():
         return None
-    earlier = json.loads(out.read_text())
-    same = all(earlier.get("args", {}).get(k) == str(getattr(args, k)) for k in PROBE_ARGS)
+    earlier, now = json.loads(out.read_text()), recorded_args(args)
+    same = all(earlier.get("args", {}).get(k) == now[k] for k in PROBE_ARGS)
     return earlier["rows"] if same else None
 
 
