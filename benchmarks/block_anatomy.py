@@ -19,6 +19,10 @@ completed by the oracle's entries for the stages it lacks, and with the oracle's
 Writes benchmarks/results/block_anatomy_<env>_<name>.{json,md} (and one json per seed, read back on a
 rerun). One sampling seed: on ~180 tasks a
 success rate carries about +-3.5 points of noise per seed; the mean over seeds pools them.
+
+``--coverage-only`` plays nothing: per seed, how many of the final bank's blocks lack a stage and why (an
+entry retrieval turned away, entries pruned and by which rule, or none ever written), in
+benchmarks/results/block_coverage_<env>_<name>.{json,md}; seconds a seed.
 """
 
 from __future__ import annotations
@@ -103,6 +107,39 @@ def coverage(edge_runs: Path, env: str, seed: int, n_tasks: int, split: str) -> 
     return stage_coverage(run.bank(), run.eval_tasks(split)[:n_tasks], params.bank, knowledge(env))
 
 
+def coverage_sentence(coverages: list[dict]) -> str:
+    """What ``stage_coverage`` found, summed over seeds, in one sentence."""
+    total = {k: sum(c[k] for c in coverages) for k in ("retrieving", "lacking_a_stage", "left_out")}
+    causes = {k: sum(c["missing_stages"][k] for c in coverages) for k in ("refused", "pruned", "never_written")}
+    rules: dict[str, int] = {}
+    for c in coverages:
+        for rule, n in c["pruned_because"].items():
+            rules[rule] = rules.get(rule, 0) + n
+    because = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items(), key=lambda kv: -kv[1]))
+    return (f"Blocks lacking a stage the task's type takes (of the retrieving tasks, summed over seeds): "
+            f"{total['lacking_a_stage']} of {total['retrieving']}; in {total['left_out']} the bank had an entry for "
+            f"every stage (the block as retrieved left one out). Of the other blocks' missing stages, "
+            f"{causes['refused']} had an active entry that retrieval turned away (its key below the similarity "
+            f"threshold), {causes['pruned']} only entries pruned" + (f" ({because})" if because else "")
+            + f", and {causes['never_written']} none ever written.")
+
+
+def coverage_markdown(coverages: dict[int, dict], args: argparse.Namespace) -> str:
+    """``--coverage-only``: per seed, what the final bank's blocks lack and why (no episodes played)."""
+    lines = [f"# Block coverage: {args.env} {args.split}, the final banks of `{args.edge_runs}`", "",
+             f"`benchmarks/block_anatomy.py --coverage-only` on the first {args.tasks} tasks: retrieval alone, "
+             "no episodes (see `edge.benchmarking.block_anatomy.stage_coverage`).", "",
+             coverage_sentence(list(coverages.values())), "",
+             "| seed | retrieving | lacking a stage | left out | refused | pruned | never written | pruned because |",
+             "|---|---|---|---|---|---|---|---|"]
+    for seed, c in coverages.items():
+        m = c["missing_stages"]
+        because = ", ".join(f"{rule} {n}" for rule, n in sorted(c["pruned_because"].items())) or "–"
+        lines.append(f"| {seed} | {c['retrieving']} | {c['lacking_a_stage']} | {c['left_out']} | {m['refused']} "
+                     f"| {m['pruned']} | {m['never_written']} | {because} |")
+    return "\n".join(lines) + "\n"
+
+
 def summary(results: list[dict]) -> dict:
     """Per policy and gap: the mean over seeds with its Student-t interval, and per seed (seeds whose bank
     retrieved for no task are left out)."""
@@ -127,11 +164,7 @@ def markdown(results: list[dict], table: dict, args: argparse.Namespace) -> str:
              f"Machine: {describe_machine()}.", "",
              "Retrieving tasks per seed: " + ", ".join(f"s{r['seed']} {r['retrieving_tasks']}" for r in results)
              + ".", "",
-             "Blocks lacking a stage the task's type takes (of the retrieving tasks, summed over seeds): "
-             + "{lacking} of {retrieving}; the bank had an entry for every stage of {left_out} of them (the block "
-             "as retrieved left one out), none for the missing stage in {not_in_bank}.".format(
-                 **{k: sum(r["coverage"][k] for r in results) for k in results[0]["coverage"]}
-                 | {"lacking": sum(r["coverage"]["lacking_a_stage"] for r in results)}),
+             coverage_sentence([r["coverage"] for r in results]),
              "", "## Success on the retrieving tasks (mean over seeds)", "",
              "| policy | " + " | ".join(CONDITIONS) + " |", "|---|" + "---|" * len(CONDITIONS)]
     probed = [r for r in results if r["policies"]]
@@ -160,10 +193,22 @@ def main() -> None:
     parser.add_argument("--sample-seed", type=int, default=7)
     parser.add_argument("--name", default=None, help="results file suffix (default: the --edge-runs folder's name)")
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).parent / "results")
+    parser.add_argument("--coverage-only", action="store_true",
+                        help="only what the final banks' blocks lack and why (retrieval, no episodes): "
+                             "writes block_coverage_<env>_<name>.{json,md}")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as the benchmark's runs
     stem = f"block_anatomy_{args.env}_{args.name or args.edge_runs.name}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
+    if args.coverage_only:
+        coverages = {seed: coverage(args.edge_runs, args.env, seed, args.tasks, args.split)
+                     for seed in args.seed or [0]}
+        stem = stem.replace("block_anatomy_", "block_coverage_", 1)
+        (args.out_dir / f"{stem}.json").write_text(json.dumps(
+            {"args": {k: str(v) for k, v in vars(args).items()}, "by_seed": coverages}, indent=2) + "\n")
+        (args.out_dir / f"{stem}.md").write_text(coverage_markdown(coverages, args))
+        print(coverage_markdown(coverages, args))
+        return
     results = []
     for seed in args.seed or [0]:
         part = args.out_dir / f"{stem}_s{seed}.json"
@@ -179,8 +224,8 @@ def main() -> None:
         results.append(anatomy(args.runs, args.edge_runs, args.bases, args.env, seed, args.tasks, args.split,
                                args.sample_seed))
         part.write_text(json.dumps(results[-1], indent=2) + "\n")
-    for r in results:  # cheap, so added to seeds probed before it was recorded
-        if "coverage" not in r:
+    for r in results:  # cheap, so added to (or brought up to date in) seeds probed before it was recorded
+        if "missing_stages" not in r.get("coverage", {}):
             r["coverage"] = coverage(args.edge_runs, args.env, r["seed"], args.tasks, args.split)
             (args.out_dir / f"{stem}_s{r['seed']}.json").write_text(json.dumps(r, indent=2) + "\n")
     table = summary(results)

@@ -162,6 +162,11 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0",
              "distill.states=both"]),
+    "e22": ("e18 with entries pruned only when stale or over the size cap (bank.prune.rules = [stale, size_cap]): "
+            "18% of e18's final blocks lack a stage their task takes, most because the internalized and "
+            "not-helping rules pruned the type's step while EDGE's plain policy still skips it as often as GRPO's",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]"]),
 }
 
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from edge.bank.pruning import RULES
+
 
 class ConfigError(ValueError):
     """A configuration problem, phrased for the person who wrote the file."""
@@ -217,6 +219,14 @@ class PruneConfig(_Section):
     """stale: not retrieved for this many rounds."""
     max_size: int = Field(200, ge=1)
     """size cap on active entries; the lowest utility go first."""
+    rules: list[Literal["internalized", "not_helping", "stale", "size_cap"]] = Field(
+        default_factory=lambda: list(RULES))
+    """Which of the rules above prune (default all four, the spec). An entry only the left-out rules would
+    prune stays active. Why one would leave some out: of e18's final blocks (five seeds, the first 200
+    test_seen tasks) 18% lack a stage their task takes, and 101 of those missing stages had only pruned
+    entries, 64 of them by ``internalized`` and 26 by ``not_helping``, mostly the task types' own steps
+    (benchmarks/results/block_coverage_household_e18.md), while EDGE's final plain policy still skips the
+    step as often as GRPO's."""
 
 
 class BankConfig(_Section):

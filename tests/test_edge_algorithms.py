@@ -112,6 +112,45 @@ def test_pruning_rules_do_not_fire_on_neighbours(neighbour):
     assert prune_decisions([entry(**neighbour)], round_index=5, rules=RULES) == {}
 
 
+@pytest.mark.parametrize("case, reason", [
+    (dict(history_success_plain=[0.7, 0.8, 0.8], history_success_conditioned=[0.8, 0.8, 0.8]), "internalized"),
+    (dict(utility=-0.1, positive_credit=0.0), "not_helping"),
+    (dict(last_used_round=-1, created_round=0), "stale"),
+])
+def test_a_rule_left_out_of_bank_prune_rules_prunes_nothing(case, reason):
+    from dataclasses import replace
+
+    from edge.bank.pruning import RULES as ALL_RULES
+
+    others = replace(RULES, enabled=frozenset(ALL_RULES) - {reason})
+    assert prune_decisions([entry(**case)], round_index=6, rules=others) == {}
+    # An entry an earlier rule would prune falls to the next one still on: internalized, then not helping.
+    if reason == "internalized":
+        helped_little = entry(**case, utility=-0.1)
+        assert prune_decisions([helped_little], round_index=6, rules=others) == {"g1": "not_helping"}
+    utilities = [0.5, 0.1, 0.9, 0.3]
+    crowded = [entry(id=f"g{i}", utility=u, history_success_plain=[0.0] * 3) for i, u in enumerate(utilities)]
+    assert prune_decisions(crowded, round_index=5, rules=replace(RULES, enabled=frozenset({"stale"}))) == {}
+
+
+def test_bank_prune_rules_reach_the_co_evolution(tmp_path):
+    from edge.bank.coevolve import prune_entries
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.store import ExperienceBank
+    from edge.config import EdgeParams
+
+    params = EdgeParams.model_validate({"bank": {"embedder": "hash", "prune": {"rules": ["stale", "size_cap"]}}})
+    assert EdgeParams().bank.prune.rules == ["internalized", "not_helping", "stale", "size_cap"]
+    with pytest.raises(ValueError, match="rules"):
+        EdgeParams.model_validate({"bank": {"prune": {"rules": ["internalised"]}}})
+    caught_up = dict(history_success_plain=[0.7, 0.8, 0.8], history_success_conditioned=[0.8, 0.8, 0.8])
+    bank = ExperienceBank.open(tmp_path / "bank", HashEmbedder())
+    bank.add([entry(**caught_up), entry(id="g2", last_used_round=-1, created_round=0)])
+    assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, params.bank)] == [("g2", "stale")]
+    assert [e.id for e in bank.all("active")] == ["g1"]  # internalized, but that rule is off
+    assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, EdgeParams().bank)] == [("g1", "internalized")]
+
+
 def test_size_cap_evicts_lowest_utility():
     utilities = [0.5, 0.1, 0.9, 0.3]
     entries = [entry(id=f"g{i}", utility=u, history_success_plain=[0.0] * 3) for i, u in enumerate(utilities)]
@@ -262,7 +301,8 @@ def test_complete_blocks_show_one_entry_per_step_or_nothing(tmp_path):
     from edge.benchmarking.block_anatomy import stage_coverage  # the block anatomy's count: no step in the bank
 
     assert stage_coverage(bank, [task], top_k, HouseholdKnowledge()) == {
-        "retrieving": 1, "lacking_a_stage": 1, "left_out": 0, "not_in_bank": 1}
+        "retrieving": 1, "lacking_a_stage": 1, "left_out": 0,
+        "missing_stages": {"refused": 0, "pruned": 0, "never_written": 1}, "pruned_because": {}}
     # With an entry for the heating step the block is complete: one find entry (the more similar one),
     # then the heating step, even with top_k 1 (the rule does not read it) and the generic advice left out.
     bank.add([BankEntry(id="g000004", text=f"try : heat the {obj} with the microwave before you put it in place .",
@@ -277,7 +317,28 @@ def test_complete_blocks_show_one_entry_per_step_or_nothing(tmp_path):
     # The block anatomy's coverage count: top 2 shows the two find entries and leaves the step out (the
     # bank has it now); the simple task is complete with its find entry.
     assert stage_coverage(bank, [task, simple], top_k, HouseholdKnowledge()) == {
-        "retrieving": 2, "lacking_a_stage": 1, "left_out": 1, "not_in_bank": 0}
+        "retrieving": 2, "lacking_a_stage": 1, "left_out": 1,
+        "missing_stages": {"refused": 0, "pruned": 0, "never_written": 0}, "pruned_because": {}}
+    # The heating step pruned: the block lacks it because of the rule that fired, not for want of writing.
+    step = bank.get("g000004")
+    step.status, step.prune_reason, step.status_round = "pruned", "internalized", 7
+    bank.upsert([step])
+    assert stage_coverage(bank, [task], top_k, HouseholdKnowledge()) == {
+        "retrieving": 1, "lacking_a_stage": 1, "left_out": 0,
+        "missing_stages": {"refused": 0, "pruned": 1, "never_written": 0}, "pruned_because": {"internalized": 1}}
+    # Active again, but its key ("mug") less similar to the instruction than the threshold asks, while a find
+    # entry keyed by more of the instruction's words passes: the step was refused, not missing.
+    step.status, step.prune_reason, step.status_round = "active", None, None
+    bank.upsert([step])
+    words = " ".join(task.instruction.rstrip(".").split()[:3])
+    assert obj not in words.split()
+    bank.add([BankEntry(id="g000005", text=f"try : look for {obj} in drawer .", kind="try", task_type="any",
+                        signature=f"any|{words}|not_found", key=words)])
+    strict = BankConfig(embedder="hash", similarity_threshold=0.5)
+    assert [e.id for e, _ in bank.retrieve(task.instruction, 10, 0.5, t)] == ["g000005"]
+    assert stage_coverage(bank, [task], strict, HouseholdKnowledge())["missing_stages"] == {
+        "refused": 1, "pruned": 0, "never_written": 0}
+
     # The stages a type takes are those of the oracle's advice for its tasks (where it knows a place).
     knowledge = HouseholdKnowledge()
     for x in tasks:

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from edge.bank.entry import BankEntry
 
+RULES = ("internalized", "not_helping", "stale", "size_cap")
+"""The rules, in the order ``prune_decisions`` checks them (``bank.prune.rules`` names some of them)."""
+
 
 @dataclass(frozen=True)
 class PruneRules:
@@ -25,6 +28,8 @@ class PruneRules:
     tolerance: float = 0.05
     stale_rounds: int = 6
     max_size: int = 200
+    enabled: frozenset[str] = frozenset(RULES)
+    """The rules that prune (``bank.prune.rules``); an entry only the others would prune stays."""
 
 
 def internalized(entry: BankEntry, rules: PruneRules) -> bool:
@@ -46,15 +51,16 @@ def stale(entry: BankEntry, round_index: int, rules: PruneRules) -> bool:
 def prune_decisions(active: list[BankEntry], round_index: int, rules: PruneRules) -> dict[str, str]:
     """Entry id -> reason, for every active entry that should leave the active set this round."""
     reasons: dict[str, str] = {}
+    on = rules.enabled
     for entry in active:
-        if internalized(entry, rules):
+        if "internalized" in on and internalized(entry, rules):
             reasons[entry.id] = "internalized"
-        elif not_helping(entry, rules):
+        elif "not_helping" in on and not_helping(entry, rules):
             reasons[entry.id] = "not_helping"
-        elif stale(entry, round_index, rules):
+        elif "stale" in on and stale(entry, round_index, rules):
             reasons[entry.id] = "stale"
     survivors = [e for e in active if e.id not in reasons]
-    if len(survivors) > rules.max_size:
+    if "size_cap" in on and len(survivors) > rules.max_size:
         # Lowest utility first; among equals the older entry goes (ids grow with time).
         for entry in sorted(survivors, key=lambda e: (e.utility, e.id))[: len(survivors) - rules.max_size]:
             reasons[entry.id] = "size_cap"

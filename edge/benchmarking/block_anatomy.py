@@ -55,21 +55,53 @@ def oracle_with_bank_stage(bank: list[str], oracle: list[str], stage: Callable[[
 
 def stage_coverage(bank, tasks: list, cfg, knowledge) -> dict:
     """Of the ``tasks`` that retrieve a block (``cfg``, the run's ``bank`` section), how many lack an entry
-    for a stage their type takes (``Knowledge.task_stages``), and of those how many the bank could have
-    completed (``bank.block_rule: complete`` finds an entry for every stage: the block as retrieved left
-    one out) or not (the bank has no entry for the stage at all)."""
-    from edge.bank.retrieval import retrieve_for_task
+    for a stage their type takes (``Knowledge.task_stages``), and why. Per task: ``left_out``, the bank has
+    an entry for every stage and ``bank.block_rule: complete`` would show them all (the top ``top_k`` left
+    one out). Per missing stage of the other tasks (``missing_stages``), the first cause that holds:
+
+    - ``refused``: an active entry gives the stage and could serve the task (its type or any; about the
+      task's own subject, its key's words in the instruction, or about the whole type), but retrieval
+      turned it away (its key less similar to the instruction than ``similarity_threshold``, or below the
+      candidates retrieval reads);
+    - ``pruned``: no active one, but such an entry was pruned (``pruned_because``: the rule that fired,
+      of the last one pruned);
+    - ``never_written``: the bank never held one.
+    """
+    from edge.bank.retrieval import retrieve_for_task, type_steps_for
+    from edge.envs.base import EVERY_SUBJECT
+    from edge.text import split_words
 
     complete = cfg.model_copy(update={"block_rule": "complete"})
-    out = {"retrieving": 0, "lacking_a_stage": 0, "left_out": 0, "not_in_bank": 0}
+    out = {"retrieving": 0, "lacking_a_stage": 0, "left_out": 0,
+           "missing_stages": {"refused": 0, "pruned": 0, "never_written": 0}, "pruned_because": {}}
+    entries = bank.all()
     for task in tasks:
         found = retrieve_for_task(bank, task, cfg)
         if found is None:
             continue
         out["retrieving"] += 1
         shown = {knowledge.guidance_stage(bank.get(i).text) for i in found[1]}
-        if knowledge.task_stages(task) <= shown:
+        missing = knowledge.task_stages(task) - shown
+        if not missing:
             continue
         out["lacking_a_stage"] += 1
-        out["left_out" if retrieve_for_task(bank, task, complete) is not None else "not_in_bank"] += 1
+        if retrieve_for_task(bank, task, complete) is not None:
+            out["left_out"] += 1
+            continue
+        words = set(split_words(task.instruction))
+        typed = type_steps_for(task, cfg, knowledge) is not None
+        serving = [e for e in entries if e.task_type in (task.task_type, "any")
+                   and (set(split_words(e.key)) <= words if e.key != EVERY_SUBJECT else typed)]
+        for stage in sorted(missing):
+            givers = [e for e in serving if knowledge.guidance_stage(e.text) == stage]
+            pruned = sorted((e for e in givers if e.status == "pruned"), key=lambda e: (e.status_round or 0, e.id))
+            if any(e.status == "active" for e in givers):
+                cause = "refused"
+            elif pruned:
+                cause = "pruned"
+                reason = pruned[-1].prune_reason or "unknown"
+                out["pruned_because"][reason] = out["pruned_because"].get(reason, 0) + 1
+            else:
+                cause = "never_written"
+            out["missing_stages"][cause] += 1
     return out
