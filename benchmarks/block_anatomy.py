@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -107,15 +108,19 @@ def coverage(edge_runs: Path, env: str, seed: int, n_tasks: int, split: str) -> 
     return stage_coverage(run.bank(), run.eval_tasks(split)[:n_tasks], params.bank, knowledge(env))
 
 
+def pruned_because(coverages: list[dict]) -> str:
+    """The pruning rules behind the missing stages of ``coverages``, summed, most first ("internalized 64, ...")."""
+    rules: Counter = Counter()
+    for c in coverages:
+        rules.update(c["pruned_because"])
+    return ", ".join(f"{rule} {n}" for rule, n in rules.most_common())
+
+
 def coverage_sentence(coverages: list[dict]) -> str:
     """What ``stage_coverage`` found, summed over seeds, in one sentence."""
     total = {k: sum(c[k] for c in coverages) for k in ("retrieving", "lacking_a_stage", "left_out")}
     causes = {k: sum(c["missing_stages"][k] for c in coverages) for k in ("refused", "pruned", "never_written")}
-    rules: dict[str, int] = {}
-    for c in coverages:
-        for rule, n in c["pruned_because"].items():
-            rules[rule] = rules.get(rule, 0) + n
-    because = ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items(), key=lambda kv: -kv[1]))
+    because = pruned_because(coverages)
     return (f"Blocks lacking a stage the task's type takes (of the retrieving tasks, summed over seeds): "
             f"{total['lacking_a_stage']} of {total['retrieving']}; in {total['left_out']} the bank had an entry for "
             f"every stage (the block as retrieved left one out). Of the other blocks' missing stages, "
@@ -134,7 +139,7 @@ def coverage_markdown(coverages: dict[int, dict], args: argparse.Namespace) -> s
              "|---|---|---|---|---|---|---|---|"]
     for seed, c in coverages.items():
         m = c["missing_stages"]
-        because = ", ".join(f"{rule} {n}" for rule, n in sorted(c["pruned_because"].items())) or "–"
+        because = pruned_because([c]) or "–"
         lines.append(f"| {seed} | {c['retrieving']} | {c['lacking_a_stage']} | {c['left_out']} | {m['refused']} "
                      f"| {m['pruned']} | {m['never_written']} | {because} |")
     return "\n".join(lines) + "\n"
@@ -206,8 +211,9 @@ def main() -> None:
         stem = stem.replace("block_anatomy_", "block_coverage_", 1)
         (args.out_dir / f"{stem}.json").write_text(json.dumps(
             {"args": {k: str(v) for k, v in vars(args).items()}, "by_seed": coverages}, indent=2) + "\n")
-        (args.out_dir / f"{stem}.md").write_text(coverage_markdown(coverages, args))
-        print(coverage_markdown(coverages, args))
+        report = coverage_markdown(coverages, args)
+        (args.out_dir / f"{stem}.md").write_text(report)
+        print(report)
         return
     results = []
     for seed in args.seed or [0]:

@@ -94,12 +94,12 @@ def stage_coverage(bank, tasks: list, cfg, knowledge) -> dict:
                    and (set(split_words(e.key)) <= words if e.key != EVERY_SUBJECT else typed)]
         for stage in sorted(missing):
             givers = [e for e in serving if knowledge.guidance_stage(e.text) == stage]
-            pruned = sorted((e for e in givers if e.status == "pruned"), key=lambda e: (e.status_round or 0, e.id))
+            pruned = [e for e in givers if e.status == "pruned"]
             if any(e.status == "active" for e in givers):
                 cause = "refused"
             elif pruned:
                 cause = "pruned"
-                reason = pruned[-1].prune_reason or "unknown"
+                reason = max(pruned, key=lambda e: (e.status_round or 0, e.id)).prune_reason or "unknown"
                 out["pruned_because"][reason] = out["pruned_because"].get(reason, 0) + 1
             else:
                 cause = "never_written"
