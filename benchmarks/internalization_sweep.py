@@ -11,7 +11,10 @@ Configurations named ``e…`` are ``edge`` (the learned bank) instead, compared 
 default EDGE run (e0 is that run).
 With `--budget 2` (the longer view) GRPO and the default oracle control run again, at twice the rounds.
 
-    .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2]
+    .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2] [--tag xeon]
+
+A row measured on another machine is never written over (float kernels differ between CPUs): the
+script stops before running anything and asks for `--tag`, which writes this machine's row as NAME@TAG.
 
 Resumable: finished runs are skipped. Writes benchmarks/results/internalization.{md,json}: per
 configuration the final plain success, success with the advice, retention, plain − GRPO and plain −
@@ -311,8 +314,21 @@ def measure(name: str, seeds: list[int], budget: float, jobs: int, reference_run
     }
 
 
-def key(name: str, budget: float) -> str:
-    return name if budget == 1 else f"{name}-x{budget:g}"
+def key(name: str, budget: float, tag: str | None = None) -> str:
+    """The row's name in the results table: NAME, NAME-x2 for the longer view, NAME@TAG when made again
+    on another machine (``--tag``)."""
+    return (name if budget == 1 else f"{name}-x{budget:g}") + (f"@{tag}" if tag else "")
+
+
+def refuse_other_machine(rows: dict, names: list[str], machine: str, table: Path) -> None:
+    """Stop before anything runs if a row about to be written was measured on another machine: float
+    kernels differ between CPUs, so its figures are that machine's record and are kept (session 19's o17
+    on the AVX-512 machine and o17@no-avx512 are both in the table); ``--tag`` names the new one."""
+    for name in names:
+        before = rows.get(name, {}).get("machine")
+        if before is not None and before != machine:
+            raise SystemExit(f"{table}: row {name!r} was measured on another machine ({before}); this is "
+                             f"{machine}. Pass --tag TAG to write this machine's as {name}@TAG beside it.")
 
 
 def main() -> None:
@@ -321,6 +337,7 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="configurations to run (default all)")
     parser.add_argument("--budget", type=float, default=1.0, help="multiplies the rounds (2: the longer view)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--tag", help="write the rows as NAME@TAG (a configuration made again on another machine)")
     parser.add_argument("--against", action="append", default=[],
                         help="also compare each configuration with this one (run first, same seeds), task by task")
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"),
@@ -336,6 +353,10 @@ def main() -> None:
     names = [n for n in CONFIGS if not args.only or n in args.only]
     if args.budget != 1 and "o0" not in names:
         names.insert(0, "o0")  # the reference runs of the longer view
+    table = OUT / "internalization.json"
+    if table.exists():
+        refuse_other_machine(json.loads(table.read_text()), [key(n, args.budget, args.tag) for n in names],
+                             describe_machine(), table)
     for name in names:
         row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
         if args.budget == 1:
@@ -352,7 +373,8 @@ def main() -> None:
         with FileLock(OUT / "internalization.json.lock"):
             previous = OUT / "internalization.json"
             rows = json.loads(previous.read_text()) if previous.exists() else {}
-            rows[key(name, args.budget)] = row
+            refuse_other_machine(rows, [key(name, args.budget, args.tag)], row["machine"], previous)
+            rows[key(name, args.budget, args.tag)] = row
             write(rows)
 
 
@@ -368,7 +390,7 @@ def _per_seed(e: dict) -> str:
 
 def write(rows: dict) -> None:
     # In the order CONFIGS lists them, whatever order they were measured in; a longer view after its base,
-    # and a configuration made again on another machine (kept as NAME@machine) after the first.
+    # and a configuration made again on another machine (NAME@TAG, --tag) after the first.
     order = list(CONFIGS)
     rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0].split("@")[0].split("-x")[0]), kv[0])))
     OUT.mkdir(parents=True, exist_ok=True)

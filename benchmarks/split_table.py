@@ -105,21 +105,30 @@ def markdown(rows: dict, split: str, episodes: int) -> str:
 
 
 def main() -> None:
-    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], "test_unseen", 400)
+    def tag_option(parser):
+        parser.add_argument("--tag", help="write the rows as NAME@TAG (configurations made again on another machine)")
+
+    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], "test_unseen", 400, extra=tag_option)
+    machine = describe_machine()
+    out = sweep.OUT / f"split_{args.split}.json"
+    names = {c: sweep.key(c, 1, args.tag) for c in args.config}
+    if out.exists():  # before an hour of evaluations, not after
+        sweep.refuse_other_machine(json.loads(out.read_text()), list(names.values()), machine, out)
     # One torch thread, as every benchmark run evaluates (RUN_ENVIRONMENT): float sums then add up in the
     # same order, so a run's own split gives exactly its eval.json.
     torch.set_num_threads(1)
     grpo = evaluations(sweep.GRPO, seeds, args.split, args.episodes, args.reference_runs)
-    new = {c: row(c, evaluations(c, seeds, args.split, args.episodes, args.reference_runs), grpo) for c in args.config}
-    machine = describe_machine()
-    out = sweep.OUT / f"split_{args.split}.json"
+    new = {names[c]: row(c, evaluations(c, seeds, args.split, args.episodes, args.reference_runs), grpo)
+           for c in args.config}
     out.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(out) + ".lock"):  # two tables made side by side keep each other's rows
         rows = json.loads(out.read_text()) if out.exists() else {}
-        for name, r in new.items():
+        sweep.refuse_other_machine(rows, list(new), machine, out)
+        for (config, name), r in zip(names.items(), new.values()):
             rows[name] = r | {"episodes": args.episodes, "machine": machine,
-                              "command": f"benchmarks/split_table.py --config {name} "
-                                         + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split}"}
+                              "command": f"benchmarks/split_table.py --config {config} "
+                                         + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split}"
+                                         + (f" --tag {args.tag}" if args.tag else "")}
         out.write_text(json.dumps(rows, indent=1, sort_keys=True))
         (sweep.OUT / f"split_{args.split}.md").write_text(markdown(rows, args.split, args.episodes))
     print((sweep.OUT / f"split_{args.split}.md").read_text())

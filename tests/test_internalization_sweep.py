@@ -76,6 +76,18 @@ def test_a_configuration_made_again_on_another_machine_is_listed_after_the_first
     assert listed == ["| o17", "| o17@other", "| e19"]
 
 
+def test_a_row_of_another_machine_is_never_overwritten_and_tag_keeps_both(sweep, tmp_path):
+    table = tmp_path / "internalization.json"
+    rows = {"e22": {"machine": "AMD EPYC"}, "o23": {"machine": "Intel Xeon"}, "e18": {}}
+    assert sweep.key("e22", 1, "xeon") == "e22@xeon" and sweep.key("o0", 2) == "o0-x2"
+    # The same machine, a row not there yet, or one that did not record its machine: written over.
+    sweep.refuse_other_machine(rows, ["o23", "e22@xeon", "e18"], "Intel Xeon", table)
+    with pytest.raises(SystemExit) as refused:
+        sweep.refuse_other_machine(rows, ["o23", sweep.key("e22", 1, None)], "Intel Xeon", table)
+    message = str(refused.value)
+    assert str(table) in message and "'e22'" in message and "AMD EPYC" in message and "--tag" in message
+
+
 def test_the_scripts_that_read_runs_again_share_one_command_line(sweep, capsys):
     # split_table / failure_anatomy: --split and --episodes with their own defaults.
     args, seeds = sweep.parse_evaluation_args("evaluate", "test_unseen", 400, argv=["--config", "o17", "--seed", "3"])
