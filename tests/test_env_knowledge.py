@@ -9,6 +9,8 @@ import logging
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -66,6 +68,22 @@ def test_builtins_register_through_the_entry_point_group():
     declared = {p.name: p.value for p in entry_points(group=registry.ENTRY_POINT_GROUP)}
     assert declared == registry.BUILTIN  # pyproject.toml declares them; an install reads them
     assert registry.get_entry("household").source == "entry point of edge-rl"
+
+
+def test_threads_reading_the_registry_while_it_is_read_in_never_see_it_half_filled(monkeypatch):
+    # The learning benchmark loads params.yaml in a thread per job; with the entry points read slowly,
+    # every thread must still see every environment (before the lock, the others saw an empty table).
+    real = registry.entry_points
+
+    def slow_entry_points(**kwargs):
+        time.sleep(0.2)
+        return real(**kwargs)
+
+    monkeypatch.setattr(registry, "entry_points", slow_entry_points)
+    monkeypatch.setattr(registry, "_DISCOVERED", False)
+    with ThreadPoolExecutor(4) as pool:
+        seen = list(pool.map(lambda _: registry.env_names(), range(4)))
+    assert seen == [sorted(registry.BUILTIN)] * 4
 
 
 def test_an_installed_environment_is_listed_by_the_cli_and_runs_in_worker_processes(installed):

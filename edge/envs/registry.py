@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -61,45 +62,55 @@ class EnvEntry:
 
 _REGISTRY: dict[str, EnvEntry] = {}
 _DISCOVERED = False
+# Threads of one process read the registry at once (the learning benchmark builds warm starts and
+# loads params.yaml in a thread per job): the entry points are read under this lock into a new
+# table that replaces the old one whole, so no reader sees it half filled (session 25 saw
+# "unknown environment(s) ['shop']; valid names: []" from exactly that).
+_LOCK = threading.RLock()
 
 
 def register(name: str, module: str) -> None:
     """Add (or replace) an environment for this process."""
     _discover()
-    _REGISTRY[name] = EnvEntry(name, module, RUNTIME)
+    with _LOCK:
+        _REGISTRY[name] = EnvEntry(name, module, RUNTIME)
 
 
 def unregister(name: str) -> None:
     """Forget an environment :func:`register` added."""
-    if name in _REGISTRY and _REGISTRY[name].source == RUNTIME:
-        del _REGISTRY[name]
+    with _LOCK:
+        if name in _REGISTRY and _REGISTRY[name].source == RUNTIME:
+            del _REGISTRY[name]
 
 
 def discover(refresh: bool = False) -> None:
     """Read the entry-point group (once per process unless ``refresh``: after installing a package,
     or putting one on ``sys.path``, without restarting)."""
     global _DISCOVERED
-    if refresh:
-        _DISCOVERED = False
-    _discover()
+    with _LOCK:
+        if refresh:
+            _DISCOVERED = False
+        _discover()
 
 
 def _discover() -> None:
-    global _DISCOVERED
+    global _DISCOVERED, _REGISTRY
     if _DISCOVERED:
         return
-    _DISCOVERED = True
-    for name in [n for n, e in _REGISTRY.items() if e.source != RUNTIME]:  # read afresh; keep register()'s
-        del _REGISTRY[name]
-    found = entry_points(group=ENTRY_POINT_GROUP)
-    for point in found:
-        declared_by = f"entry point of {point.dist.name}" if point.dist else "entry point"
-        if point.name in _REGISTRY and _REGISTRY[point.name].module != point.value:  # two packages, one name
-            log.warning("environment %r is declared twice (%s and %s); using %s", point.name,
-                        _REGISTRY[point.name].source, declared_by, point.value)
-        _REGISTRY[point.name] = EnvEntry(point.name, point.value, declared_by)
-    for name, module in BUILTIN.items():
-        _REGISTRY.setdefault(name, EnvEntry(name, module, "built in (this source tree is not installed)"))
+    with _LOCK:
+        if _DISCOVERED:  # another thread read them while this one waited
+            return
+        table = {n: e for n, e in _REGISTRY.items() if e.source == RUNTIME}  # read afresh; keep register()'s
+        for point in entry_points(group=ENTRY_POINT_GROUP):
+            declared_by = f"entry point of {point.dist.name}" if point.dist else "entry point"
+            if point.name in table and table[point.name].module != point.value:  # two packages, one name
+                log.warning("environment %r is declared twice (%s and %s); using %s", point.name,
+                            table[point.name].source, declared_by, point.value)
+            table[point.name] = EnvEntry(point.name, point.value, declared_by)
+        for name, module in BUILTIN.items():
+            table.setdefault(name, EnvEntry(name, module, "built in (this source tree is not installed)"))
+        _REGISTRY = table
+        _DISCOVERED = True
 
 
 def env_names() -> list[str]:
