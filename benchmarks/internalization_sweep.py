@@ -13,6 +13,7 @@ With `--budget 2` (the longer view) GRPO and the default oracle control run agai
 
     .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2] [--tag xeon]
 
+On a machine with no runs yet, `--make-grpo` first makes GRPO's reference runs (and the warm starts).
 A row measured on another machine is never written over (float kernels differ between CPUs): the
 script stops before running anything and asks for `--tag`, which writes this machine's row as NAME@TAG.
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from statistics import fmean
 
@@ -232,6 +234,13 @@ def bench_config(name: str, methods: list[str], seeds: list[int], budget: float,
                                bases_dir=BASES)
 
 
+def grpo_reference_config(seeds: list[int], jobs: int, reference_runs: Path) -> LearningBenchConfig:
+    """GRPO's reference runs as the sweep compares against them (``--make-grpo``): into ``reference_runs``,
+    from the same warm starts, evaluated on the same tasks as the rows, with no row's overrides."""
+    return replace(bench_config("o0", ["grpo"], seeds, 1.0, jobs), runs_dir=reference_runs, name="sweep_grpo",
+                   extra=[f"eval.base_cache_dir={ROOT / 'base-evals'}"])
+
+
 def per_round(run: dict) -> list[dict]:
     """The scaffold round by round: share of training groups that retrieved, their plain / conditioned
     success, distillation KL, advice shift."""
@@ -337,6 +346,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", help="configurations to run (default all)")
     parser.add_argument("--budget", type=float, default=1.0, help="multiplies the rounds (2: the longer view)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--make-grpo", action="store_true",
+                        help="first run GRPO's reference runs of these seeds where missing (a new machine)")
     parser.add_argument("--tag", help="write the rows as NAME@TAG (a configuration made again on another machine)")
     parser.add_argument("--against", action="append", default=[],
                         help="also compare each configuration with this one (run first, same seeds), task by task")
@@ -357,6 +368,9 @@ def main() -> None:
     if table.exists():
         refuse_other_machine(json.loads(table.read_text()), [key(n, args.budget, args.tag) for n in names],
                              describe_machine(), table)
+    if args.make_grpo:
+        run_benchmark(grpo_reference_config(seeds, args.jobs, args.reference_runs),
+                      command="benchmarks/internalization_sweep.py --make-grpo", track=False)
     for name in names:
         row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
         if args.budget == 1:

@@ -88,6 +88,27 @@ def test_a_row_of_another_machine_is_never_overwritten_and_tag_keeps_both(sweep,
     assert str(table) in message and "'e22'" in message and "AMD EPYC" in message and "--tag" in message
 
 
+def test_make_grpo_trains_the_reference_runs_without_any_rows_overrides(sweep, tmp_path):
+    from edge.benchmarking.learning import train_arguments
+
+    ref = tmp_path / "reference"
+    cfg = sweep.grpo_reference_config([0, 3], 2, ref)
+    arguments = train_arguments(cfg, "household", "grpo", 3, sweep.BASES / "base-household-s3", 8)
+    row = train_arguments(sweep.bench_config("e22", ["edge"], [0, 3], 1, 2), "household", "edge", 3,
+                          sweep.BASES / "base-household-s3", 8)
+
+    def overrides(args: list[str]) -> dict[str, str]:  # the value each field ends with (a later --set wins)
+        return dict(args[i + 1].split("=", 1) for i, a in enumerate(args) if a == "--set")
+
+    ours, theirs = overrides(arguments), overrides(row)
+    assert ours["train.runs_dir"] == str(ref) and not any(k.startswith("bank.") for k in ours)
+    # Evaluated exactly as the rows are: same episodes, split, base evaluations, the last round only.
+    shared = ("eval.", "train.base_checkpoint")
+    assert {k: v for k, v in ours.items() if k.startswith(shared)} == {
+        k: v for k, v in theirs.items() if k.startswith(shared)}
+    assert sweep.run_folder("grpo", 3, ref) == ref / "household-grpo-s3"
+
+
 def test_the_scripts_that_read_runs_again_share_one_command_line(sweep, capsys):
     # split_table / failure_anatomy: --split and --episodes with their own defaults.
     args, seeds = sweep.parse_evaluation_args("evaluate", "test_unseen", 400, argv=["--config", "o17", "--seed", "3"])
