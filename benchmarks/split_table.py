@@ -118,17 +118,16 @@ def main() -> None:
     # same order, so a run's own split gives exactly its eval.json.
     torch.set_num_threads(1)
     grpo = evaluations(sweep.GRPO, seeds, args.split, args.episodes, args.reference_runs)
-    new = {names[c]: row(c, evaluations(c, seeds, args.split, args.episodes, args.reference_runs), grpo)
-           for c in args.config}
+    new = {c: row(c, evaluations(c, seeds, args.split, args.episodes, args.reference_runs), grpo) for c in args.config}
     out.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(out) + ".lock"):  # two tables made side by side keep each other's rows
         rows = json.loads(out.read_text()) if out.exists() else {}
-        sweep.refuse_other_machine(rows, list(new), machine, out)
-        for (config, name), r in zip(names.items(), new.values()):
-            rows[name] = r | {"episodes": args.episodes, "machine": machine,
-                              "command": f"benchmarks/split_table.py --config {config} "
-                                         + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split}"
-                                         + (f" --tag {args.tag}" if args.tag else "")}
+        sweep.refuse_other_machine(rows, list(names.values()), machine, out)
+        for config, r in new.items():
+            rows[names[config]] = r | {"episodes": args.episodes, "machine": machine,
+                                       "command": f"benchmarks/split_table.py --config {config} "
+                                                  + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split}"
+                                                  + (f" --tag {args.tag}" if args.tag else "")}
         out.write_text(json.dumps(rows, indent=1, sort_keys=True))
         (sweep.OUT / f"split_{args.split}.md").write_text(markdown(rows, args.split, args.episodes))
     print((sweep.OUT / f"split_{args.split}.md").read_text())
