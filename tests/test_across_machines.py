@@ -1,19 +1,12 @@
 """benchmarks/across_machines.py: a configuration made on two machines, pooled replicate by replicate."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "across_machines.py"
+from benchmark_scripts import load
 
 
 @pytest.fixture(scope="module")
 def across():
-    spec = importlib.util.spec_from_file_location("across_machines", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("across_machines")
 
 
 def seen_row(machine: str, plain: list[float], grpo: list[float]) -> dict:

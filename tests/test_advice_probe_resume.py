@@ -1,18 +1,14 @@
 """benchmarks/advice_probe.py: a seed probed before with the same runs, tasks and streams is read back."""
 
 import argparse
-import importlib.util
 import json
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "advice_probe.py"
+from benchmark_scripts import load
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("advice_probe", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("advice_probe")
 
 
 def test_a_seeds_file_is_reused_only_when_what_it_depends_on_is_the_same(tmp_path):

@@ -1,21 +1,15 @@
 """benchmarks/internalization_sweep.py: where each configuration's runs are read from."""
 
-import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "internalization_sweep.py"
+from benchmark_scripts import load
 
 
 @pytest.fixture(scope="module")
 def sweep():
-    """The script as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("internalization_sweep", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("internalization_sweep")
 
 
 def fake_run(folder: Path) -> dict:

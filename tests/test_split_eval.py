@@ -56,13 +56,9 @@ def test_an_unfinished_run_is_refused(tmp_path):
 
 
 def test_the_table_pairs_each_configuration_with_grpo_task_by_task():
-    import importlib.util
-    from pathlib import Path
+    from benchmark_scripts import load
 
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "split_table.py"
-    spec = importlib.util.spec_from_file_location("split_table", script)
-    table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(table)
+    table = load("split_table")
 
     def result(won: list[bool]) -> dict:
         return {"success": sum(won) / len(won), "won_by_task": {f"t{i}": w for i, w in enumerate(won)}}

@@ -1,0 +1,16 @@
+"""The scripts under benchmarks/ as modules, for the tests that call their functions (benchmarks/ is not
+a package: each script is run by path)."""
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load(name: str) -> ModuleType:
+    """benchmarks/<name>.py, imported afresh."""
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
