@@ -49,10 +49,11 @@ def pooled(rows: dict, split: str) -> dict:
     for config, names in by_config.items():
         if len({rows[n].get("machine") for n in names}) < 2:
             continue
-        units = [(f"{name}:s{seed}", plain, grpo, with_bank) for name in names
-                 for seed, plain, grpo, with_bank in replicates(rows[name], split)]
+        by_row = {n: replicates(rows[n], split) for n in names}
+        units = [(f"{name}:s{seed}", plain, grpo, with_bank) for name, found in by_row.items()
+                 for seed, plain, grpo, with_bank in found]
         labels, plain, grpo, with_bank = (list(x) for x in zip(*units))
-        entry = {"rows": {n: {"machine": rows[n].get("machine"), "seeds": len(replicates(rows[n], split)),
+        entry = {"rows": {n: {"machine": rows[n].get("machine"), "seeds": len(by_row[n]),
                               "minus_grpo": {k: rows[n]["minus_grpo"][k] for k in ("mean", "low", "high")}}
                           for n in names},
                  "replicates": len(units), "plain": fmean(plain), "grpo": fmean(grpo),

@@ -385,9 +385,8 @@ def main() -> None:
         # lock just before writing its row, or it would write back the rows it read at start and lose
         # the other's (session 17 lost e14's that way).
         with FileLock(OUT / "internalization.json.lock"):
-            previous = OUT / "internalization.json"
-            rows = json.loads(previous.read_text()) if previous.exists() else {}
-            refuse_other_machine(rows, [key(name, args.budget, args.tag)], row["machine"], previous)
+            rows = json.loads(table.read_text()) if table.exists() else {}
+            refuse_other_machine(rows, [key(name, args.budget, args.tag)], row["machine"], table)
             rows[key(name, args.budget, args.tag)] = row
             write(rows)
 

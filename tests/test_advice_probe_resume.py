@@ -7,12 +7,8 @@ from pathlib import Path
 from benchmark_scripts import load
 
 
-def load_script():
-    return load("advice_probe")
-
-
 def test_a_seeds_file_is_reused_only_when_what_it_depends_on_is_the_same(tmp_path):
-    probe = load_script()
+    probe = load("advice_probe")
     args = argparse.Namespace(runs=Path("benchmarks/runs"), env="household", seed=[0, 1], bases=Path("bases"),
                               edge_runs=Path("sweep/e18"), name="p", tasks=200, split="test_seen", sample_seed=7,
                               out_dir=tmp_path)
