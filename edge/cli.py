@@ -576,8 +576,9 @@ def bench_learning(
     intermediate_episodes: int = typer.Option(200, min=1, help="Episodes at the curve's points in between."),
     eval_every: int = typer.Option(4, min=1, help="Evaluate every this many rounds (curve points)."),
     splits: list[str] = typer.Option(["test_seen", "test_unseen"], "--split", help="Evaluation split (repeat)."),
-    jobs: int = typer.Option(None, min=0, help="Runs in parallel, one torch thread each (default 2; with --ray, as "
-                                               "many as the cluster holds; 0: as many as there are cores)."),
+    jobs: int = typer.Option(None, min=0, help="Runs and warm starts in parallel, one torch thread each (default 2; "
+                                               "with --ray, as many as the cluster holds; 0: as many as there are "
+                                               "cores)."),
     params: Path = typer.Option(Path("params.yaml"), help="Project parameters file."),
     runs_dir: Path = typer.Option(Path("benchmarks/runs"), help="Where the runs and warm starts go (resumable)."),
     out_dir: Path = typer.Option(Path("benchmarks/results"), help="Where the tables and plots go."),

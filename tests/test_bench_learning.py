@@ -1,6 +1,7 @@
 """The learning benchmark: its statistics on hand-made numbers, and one tiny end-to-end run."""
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -152,3 +153,43 @@ def test_a_failed_run_stops_the_queue(tmp_path):
     with pytest.raises(RuntimeError, match="household-grpo-s0 failed"):
         run_benchmark(cfg, track=False)
     assert sorted(p.name for p in (tmp_path / "runs" / "logs").iterdir()) == ["household-grpo-s0.log"]
+
+
+def test_warm_starts_are_built_jobs_at_a_time_each_with_its_log(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from edge.benchmarking import learning
+
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def fake_warmup(arguments, log_path):  # stands in for `edge warmup` in a subprocess
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        out = Path(arguments[arguments.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "warmup.json").write_text("{}")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(" ".join(arguments))
+        with lock:
+            running[0] -= 1
+        return 0
+
+    monkeypatch.setattr(learning, "run_locally", fake_warmup)
+
+    def on_the_console(*args, **kwargs):
+        raise AssertionError("a warm start was built on the console, one at a time, although jobs is 2")
+
+    monkeypatch.setattr(learning.subprocess, "run", on_the_console)
+    cfg = learning.LearningBenchConfig(envs=["household"], seeds=[0, 1, 2], jobs=2, runs_dir=tmp_path / "runs")
+    (tmp_path / "runs" / "base-household-s2").mkdir(parents=True)  # already built: not built again
+    (tmp_path / "runs" / "base-household-s2" / "warmup.json").write_text("{}")
+    bases = learning.warm_starts(cfg)
+    assert bases == {("household", s): tmp_path / "runs" / f"base-household-s{s}" for s in (0, 1, 2)}
+    assert most[0] == 2
+    logs = sorted(p.name for p in (tmp_path / "runs" / "logs").iterdir())
+    assert logs == ["base-household-s0.log", "base-household-s1.log"]
+    assert "seed=1" in (tmp_path / "runs" / "logs" / "base-household-s1.log").read_text()

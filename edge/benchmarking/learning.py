@@ -71,7 +71,8 @@ class LearningBenchConfig:
     eval_every: int = 4
     """Evaluate every this many rounds (and always after the last), for the curves."""
     jobs: int = 2
-    """Runs in parallel, one torch thread each; set to the number of cores. 0: as many as this machine
+    """Runs (and warm starts) in parallel, one torch thread each; set to the number of cores. 1: the warm
+    starts print their progress on the console. 0: as many as this machine
     has cores, or with ``ray`` as many as the cluster's CPUs (and GPUs) hold at ``ray_cpus`` (``ray_gpus``)
     per run."""
     params: Path = Path("params.yaml")
@@ -578,13 +579,17 @@ def previous_wall_minutes(cfg: LearningBenchConfig) -> float | None:
 
 def warm_starts(cfg: LearningBenchConfig, launcher=None) -> dict[tuple[str, int], Path]:
     """The base checkpoint of every (env, seed), built where missing: one after another on this machine
-    (output on the console), or all at once as tasks of ``launcher``'s cluster (output in the logs)."""
+    with the output on the console (``jobs`` 1), ``jobs`` at a time on this machine, or as tasks of
+    ``launcher``'s cluster (both with the output in ``<runs_dir>/logs``)."""
     keys = [(env, seed) for env in cfg.envs for seed in cfg.seeds]
-    if launcher is None:
+    if launcher is None and cfg.jobs <= 1:
         return {key: base_checkpoint(cfg, *key) for key in keys}
     distinct = list({base_folder(cfg, *key): key for key in keys}.values())  # seeds sharing a warm start: once
-    built = in_parallel(lambda key: base_checkpoint(cfg, *key, launch=launcher), distinct, cfg.jobs,
-                        launcher.cancel_running)
+    # Each warm start is its own process, as each training run is: built one after another, five of them
+    # kept one of two cores idle for about 20 minutes before the first run could start.
+    launch = launcher or run_locally
+    built = in_parallel(lambda key: base_checkpoint(cfg, *key, launch=launch), distinct, cfg.jobs,
+                        launcher.cancel_running if launcher else None)
     by_folder = dict(zip((base_folder(cfg, *key) for key in distinct), built))
     return {key: by_folder[base_folder(cfg, *key)] for key in keys}
 
