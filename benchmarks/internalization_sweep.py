@@ -113,6 +113,10 @@ CONFIGS = {
             "the plain student also learns the teacher's choice where the block led the agent, e.g. holding the "
             "object before the type's step, which the plain members reach less often",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both"]),
+    "o24": ("o23 with two of each group's eight members conditioned (bank.rho = 0.25): the two options that each "
+            "raised retention, o22's fewer conditioned members (92.7% on the AVX-512 machine) and o23's distillation "
+            "on the conditioned members' states (92.3% on the machine without), together",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both", "bank.rho=0.25"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
