@@ -10,7 +10,8 @@ permutation p-value. The machine's own effect is part of the spread the interval
     .venv/bin/python benchmarks/across_machines.py
 
 Reads benchmarks/results/internalization.json (test_seen) and split_test_unseen.json; writes
-benchmarks/results/across_machines.{json,md}. Reads results only; runs nothing.
+benchmarks/results/across_machines.{json,md} and one figure per split, across_machines_<split>.png (each
+replicate's plain − GRPO, coloured by machine, under the pooled interval). Reads results only; runs nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's results 
 import internalization_sweep as sweep  # noqa: E402
 
 from edge.benchmarking.learning import paired_difference  # noqa: E402
+from edge.plots import replicates_plot  # noqa: E402
 
 TABLES = {"test_seen": "internalization.json", "test_unseen": "split_test_unseen.json"}
 
@@ -91,12 +93,25 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def figure(configs: dict, split: str, path: Path) -> Path:
+    """Each replicate's plain − GRPO in points, by configuration and machine, under the pooled interval."""
+    rows: dict[str, dict[str, list[float]]] = {}
+    for config, e in configs.items():
+        for label, diff in e["minus_grpo"]["per_seed"].items():
+            machine = e["rows"][label.split(":")[0]]["machine"].split(",")[0].removeprefix("x86_64 ")
+            rows.setdefault(config, {}).setdefault(machine, []).append(100 * diff)
+    pooled_points = {c: tuple(100 * e["minus_grpo"][k] for k in ("mean", "low", "high")) for c, e in configs.items()}
+    return replicates_plot(rows, pooled_points, path, f"{split}: plain − GRPO per (machine, seed), pooled 95% interval")
+
+
 def main() -> None:
     report = {}
     for split, file in TABLES.items():
         path = sweep.OUT / file
         if path.exists():
             report[split] = pooled(json.loads(path.read_text()), split)
+            if report[split]:
+                figure(report[split], split, sweep.OUT / f"across_machines_{split}.png")
     (sweep.OUT / "across_machines.json").write_text(json.dumps(report, indent=1) + "\n")
     text = markdown(report)
     (sweep.OUT / "across_machines.md").write_text(text)

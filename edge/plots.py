@@ -68,3 +68,32 @@ def curves_plot(curves: dict[str, list[tuple[float, float, float | None]]], path
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0, 1))
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def replicates_plot(rows: dict[str, dict[str, list[float]]], pooled: dict[str, tuple[float, float, float]],
+                    path: Path, title: str, xlabel: str = "plain − GRPO (points)") -> Path:
+    """One line per configuration: each replicate's paired difference as a dot, coloured by the machine
+    that made it (``rows[config][machine]``), and the pooled mean with its interval
+    (``pooled[config]``: mean, low, high) as a bar under the dots. A reader sees at once whether one
+    machine or one seed carries the mean."""
+    configs = list(rows)
+    machines = sorted({m for by_machine in rows.values() for m in by_machine})
+    colours = {m: f"C{i}" for i, m in enumerate(machines)}
+    labelled: set[str] = set()
+    fig, ax = plt.subplots(figsize=(7, 1.6 + 0.7 * len(configs)))
+    for y, config in enumerate(configs):
+        for m, values in rows[config].items():
+            # A small vertical jitter, so that replicates with equal values stay visible.
+            offsets = [0.08 + 0.04 * (i % 3) for i in range(len(values))]
+            ax.scatter(values, [y + o for o in offsets], s=22, color=colours[m],
+                       label=None if m in labelled else m)
+            labelled.add(m)
+        mean, low, high = pooled[config]
+        ax.errorbar([mean], [y - 0.12], xerr=[[mean - low], [high - mean]], fmt="D", color="black", capsize=4)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(range(len(configs)), configs)
+    ax.set_ylim(-0.6, len(configs) - 0.3)
+    ax.invert_yaxis()
+    ax.set(xlabel=xlabel, title=title)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(machines), frameon=False)
+    return _save(fig, path)

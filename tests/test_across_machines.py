@@ -41,3 +41,20 @@ def test_a_split_row_gives_grpo_back_from_its_paired_difference(across):
     del row["grpo"]
     row["with_bank"] = row.pop("with_advice")
     assert [(s, round(g, 6)) for s, _, g, _ in across.replicates(row, "test_unseen")] == [("0", 0.4), ("1", 0.35)]
+
+
+def test_the_figure_shows_every_replicate_in_points_by_machine_under_the_pooled_interval(across, tmp_path,
+                                                                                         monkeypatch):
+    rows = {"o17": seen_row("x86_64 AMD EPYC, 2 cores", [0.5, 0.6], [0.4, 0.5]),
+            "o17@b": seen_row("x86_64 Intel Xeon, 2 cores", [0.55], [0.5])}
+    report = across.pooled(rows, "test_seen")
+    drawn = {}
+    monkeypatch.setattr(across, "replicates_plot", lambda by_machine, pooled, path, title: drawn.update(
+        by_machine=by_machine, pooled=pooled) or path)
+    across.figure(report, "test_seen", tmp_path / "f.png")
+    assert drawn["by_machine"] == {"o17": {"AMD EPYC": pytest.approx([10.0, 10.0]), "Intel Xeon": pytest.approx([5.0])}}
+    mean, low, high = drawn["pooled"]["o17"]
+    assert mean == pytest.approx(100 * report["o17"]["minus_grpo"]["mean"]) and low < mean < high
+    monkeypatch.undo()
+    path = across.figure(report, "test_seen", tmp_path / "f.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
