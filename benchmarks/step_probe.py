@@ -175,7 +175,7 @@ def markdown(report: dict) -> str:
     lines += ["", "| paired difference (points of share) | mean [95% interval] |", "| --- | --- |"]
     lines += [f"| {k} | {100 * e['mean']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}] |"
               for k, e in report["pooled"]["differences"].items()]
-    types = sorted(report["per_seed"][0]["policies"]["warm start"]["plain"]["by_type"])
+    types = sorted({t for s in report["per_seed"] for t in s["policies"]["warm start"]["plain"]["by_type"]})
     lines += ["", "By task type (mean over seeds of the share; plain / with the advice):", "",
               "| policy | " + " | ".join(t.split("_")[1] for t in types) + " |", "|---" * (len(types) + 1) + "|"]
     for name in report["pooled"]["policies"]:
@@ -183,7 +183,7 @@ def markdown(report: dict) -> str:
         for t in types:
             plain = [s["policies"][name]["plain"]["by_type"].get(t, {}).get("share") for s in report["per_seed"]]
             advice = [s["policies"][name]["advice"]["by_type"].get(t, {}).get("share") for s in report["per_seed"]]
-            cells.append(f"{fmean(x for x in plain if x is not None):.0%} / "
+            cells.append(f"{fmean(x for x in plain if x is not None):.0%} / "  # seeds with such states
                          f"{fmean(x for x in advice if x is not None):.0%}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
