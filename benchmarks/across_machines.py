@@ -30,6 +30,11 @@ from edge.plots import replicates_plot  # noqa: E402
 TABLES = {"test_seen": "internalization.json", "test_unseen": "split_test_unseen.json"}
 
 
+def machine_label(machine: str) -> str:
+    """A row's machine as tables and figures name it: 'x86_64 AMD EPYC, 2 cores, ...' -> 'AMD EPYC'."""
+    return machine.split(",")[0].removeprefix("x86_64 ")
+
+
 def replicates(row: dict, split: str) -> list[tuple[str, float, float, float | None]]:
     """(seed, plain, GRPO's plain, with the bank or advice) of one row, per seed it ran."""
     with_bank = row.get("with_advice" if split == "test_seen" else "with_bank") or {}
@@ -81,7 +86,7 @@ def markdown(report: dict) -> str:
                   "with bank / advice | retention | with − GRPO's plain |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for config, e in configs.items():
-            rows = "; ".join(f"{n} ({r['machine'].split(',')[0].removeprefix('x86_64 ')}, {r['seeds']} seeds): "
+            rows = "; ".join(f"{n} ({machine_label(r['machine'])}, {r['seeds']} seeds): "
                              f"{sweep.signed_points(r['minus_grpo'])}" for n, r in e["rows"].items())
             scaffold = "– | – | –"
             if "with_bank" in e:
@@ -98,7 +103,7 @@ def figure(configs: dict, split: str, path: Path) -> Path:
     rows: dict[str, dict[str, list[float]]] = {}
     for config, e in configs.items():
         for label, diff in e["minus_grpo"]["per_seed"].items():
-            machine = e["rows"][label.split(":")[0]]["machine"].split(",")[0].removeprefix("x86_64 ")
+            machine = machine_label(e["rows"][label.split(":")[0]]["machine"])
             rows.setdefault(config, {}).setdefault(machine, []).append(100 * diff)
     pooled_points = {c: tuple(100 * e["minus_grpo"][k] for k in ("mean", "low", "high")) for c, e in configs.items()}
     return replicates_plot(rows, pooled_points, path, f"{split}: plain − GRPO per (machine, seed), pooled 95% interval")

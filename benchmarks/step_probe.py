@@ -39,6 +39,7 @@ from internalization_sweep import BASES, GRPO, OUT, run_folder  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
 from edge.config import run_params  # noqa: E402
+from edge.envs.household.world import TOOL_FOR  # noqa: E402
 from edge.guidance import experience_block, true_advice  # noqa: E402
 from edge.policy.actor import Actor  # noqa: E402
 from edge.policy.model import load_policy  # noqa: E402
@@ -46,8 +47,8 @@ from edge.rollout import Trajectory, read_rollouts  # noqa: E402
 
 REFERENCE_RUNS = Path("benchmarks/runs")
 """Where GRPO's runs are (the sweep's default)."""
-VERB_OF_TOOL = {"microwave": "heat", "fridge": "cool", "sinkbasin": "clean"}
-"""The household's transform tools and the verb each one's step uses."""
+VERB_OF_TOOL = {tool: verb for verb, tool in TOOL_FOR.items()}
+"""The household's transform tools and the verb each one's step uses (microwave: heat, ...)."""
 
 
 def held_states(traj: Trajectory) -> list[int]:
@@ -123,8 +124,8 @@ def probe_seed(config: str, seed: int, rounds: list[int], limit: int) -> dict:
     """Every policy of one seed on the same held states: the warm start, then GRPO's and the
     configuration's checkpoints after ``rounds``, each plain and with the oracle's advice."""
     runs = {name: run_folder(name, seed, REFERENCE_RUNS) for name in (GRPO, config)}
-    params = {name: run_params(json.loads((folder / "params.json").read_text())) for name, folder in runs.items()}
-    last = params[config].train.rounds - 1
+    params = run_params(json.loads((runs[config] / "params.json").read_text()))
+    last = params.train.rounds - 1
     trajectories = [t for folder in runs.values() for k in (last - 1, last)
                     for t in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet")]
     states = probe_states(trajectories, limit, seed)
@@ -136,7 +137,7 @@ def probe_seed(config: str, seed: int, rounds: list[int], limit: int) -> dict:
     for name, checkpoint in policies.items():
         if not checkpoint.is_dir():
             raise FileNotFoundError(f"{checkpoint}: no checkpoint (has the run finished its rounds?)")
-        actor = Actor(load_policy(params[config].policy, checkpoint=checkpoint, seed=seed, envs=["household"]))
+        actor = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=["household"]))
         out["policies"][name] = {context: summary(score(actor, states, context == "advice"))
                                  for context in ("plain", "advice")}
         print(f"seed {seed} {name}: plain {out['policies'][name]['plain']['share']:.1%}, "
