@@ -7,10 +7,10 @@ settings and final bank, the first ``--episodes`` tasks of the split, the same s
 seed), now recording how each lost episode failed (``EvalResult.failures_by_type``). Rows: GRPO plain, and
 for each configuration plain and with its bank (the oracle's advice for o…).
 
-    .venv/bin/python benchmarks/failure_anatomy.py --config o17 --config e18 --seed 0 ... --seed 4 [--episodes 200]
+    .venv/bin/python benchmarks/failure_anatomy.py --config o17 --seed 0 ... --seed 4 [--episodes 200] [--name N]
 
 Evaluations are kept in benchmarks/sweep/internalization/anatomy-evals/, so a rerun only evaluates what is
-new. Writes benchmarks/results/failure_anatomy_<split>.{json,md}.
+new. Writes benchmarks/results/failure_anatomy_<split>[_<name>].{json,md}.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ CACHE = sweep.ROOT / "anatomy-evals"
 
 
 def main() -> None:
-    args, seeds = sweep.parse_evaluation_args(__doc__.split("\n\n")[0], "test_seen", 200)
+    args, seeds = sweep.parse_evaluation_args(
+        __doc__.split("\n\n")[0], "test_seen", 200,
+        extra=lambda p: p.add_argument("--name", default="", help="suffix of the output files (keeps other tables)"))
     torch.set_num_threads(1)  # as every benchmark run evaluates: a run's own split reproduces its eval.json
     rows: dict[str, dict[int, dict]] = {}
     for config in [sweep.GRPO, *args.config]:
@@ -48,10 +50,11 @@ def main() -> None:
             print(f"{config} seed {seed}: {time.perf_counter() - started:.0f} s", flush=True)
     report = anatomy(rows, reference=f"{sweep.GRPO} plain")
     command = ("benchmarks/failure_anatomy.py " + " ".join(f"--config {c}" for c in args.config) + " "
-               + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split} --episodes {args.episodes}")
+               + " ".join(f"--seed {s}" for s in seeds) + f" --split {args.split} --episodes {args.episodes}"
+               + (f" --name {args.name}" if args.name else ""))
     report |= {"seeds": seeds, "split": args.split, "episodes": args.episodes, "machine": describe_machine(),
                "command": command}
-    name = f"failure_anatomy_{args.split}"
+    name = f"failure_anatomy_{args.split}{'_' + args.name if args.name else ''}"
     sweep.OUT.mkdir(parents=True, exist_ok=True)
     (sweep.OUT / f"{name}.json").write_text(json.dumps(report, indent=1, sort_keys=True))
     note = (f"The final policies of the sweep's runs (configurations in internalization.md) and of GRPO's, "

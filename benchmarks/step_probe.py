@@ -1,24 +1,38 @@
-"""Is the type's step kept? Where a policy heads once it holds the object of a heat, cool or clean task
-(issue 14's limit, measured directly).
+"""Which steps are kept? Where a policy heads at one stage of a household task, plain and with the
+oracle's advice (issue 14's limit, measured directly).
 
-Sessions 21–22 read off the failure anatomies that the oracle control's plain policy skips the heating
-step more often than GRPO's, and that the advice names the tool ("heat the apple with the microwave"):
-a policy trained with the block may read the tool from the block instead of from the instruction's
-verb. This probe asks the policies that question on the same states. The states: every step of the
-`household` training episodes (the last two rounds of GRPO's run and the configuration's run of a seed,
-pooled) at which the agent holds the task's object and has not yet transformed it. At each, the policy's
-probability of the actions that name the task's tool (`go to microwave 1`, `open microwave 1`, `heat
-apple 1 with microwave 1`) against those that name another transform tool (the fridge, the sink basin):
+Four stages, each a question about one decision on recorded states:
 
-    right-tool share = P(right tool) / (P(right tool) + P(another tool))
+- ``tool`` (the type's step): where the agent holds a heat, cool or clean task's object and has not
+  transformed it, the probability of the actions that name the task's tool (`go to microwave 1`, `open
+  microwave 1`, `heat apple 1 with microwave 1`) against those that name another transform tool (the
+  fridge, the sink basin). Sessions 21-22 read off failure anatomies that a policy trained with the block
+  may read the tool from the block ("heat the apple with the microwave") instead of the instruction's verb.
+- ``step`` (the type's step or straight to the target): on the same states as ``tool``, the actions that
+  name the task's tool against those that name the target receptacle (`go to countertop 1`, `put apple 1
+  in/on countertop 1`): does the policy do the step or skip it (the failure reader's "no transform")?
+- ``after`` (once transformed): from the task's transformation until the object is put down, the actions
+  that name the target against those that name another transform tool (cooling the heated apple undoes
+  the step).
+- ``find`` (where the object lies): before the agent first takes the task's object, while it is not in
+  sight, the probability of going to a receptacle it has not visited whose kind usually holds that object
+  (the advice's first line: "apples are usually in the fridge or the countertop") against going to
+  another unvisited receptacle. Where an object kind lies is what a plain policy must learn by heart.
 
-for the warm start, GRPO's checkpoints and the configuration's, each plain and with the oracle's advice
-in the prompt. Same states for every policy of a seed, so the differences are paired; then pooled over
-seeds (Student-t). Reads finished runs and checkpoints only; scores states, plays no episode.
+The states: every step of the `household` training episodes (the last two rounds of GRPO's run and the
+configuration's run of a seed, pooled) that asks the stage's question with both kinds of action
+admissible. At each, for the warm start, GRPO's checkpoints and the configuration's, each plain and with
+the oracle's advice in the prompt:
 
-    .venv/bin/python benchmarks/step_probe.py --config o23 --seed 0 ... --seed 4 [--round 3 --round 7]
+    share = P(right actions) / (P(right actions) + P(other actions))
 
-Writes benchmarks/results/step_probe_<config>[_<name>].{json,md}.
+Same states for every policy of a seed, so the differences are paired; then pooled over seeds
+(Student-t). "chance" is the share of a policy uniform over those actions. Reads finished runs and
+checkpoints only; scores states, plays no episode.
+
+    .venv/bin/python benchmarks/step_probe.py --config o23 --seed 0 ... --seed 4 [--stage find] [--round 3 --round 7]
+
+Writes benchmarks/results/step_probe_<config>[_find][_<name>].{json,md}.
 """
 
 from __future__ import annotations
@@ -27,6 +41,8 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import fmean
 
@@ -39,7 +55,7 @@ from internalization_sweep import BASES, GRPO, OUT, run_folder  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
 from edge.config import run_params  # noqa: E402
-from edge.envs.household.world import TOOL_FOR  # noqa: E402
+from edge.envs.household.world import OBJECT_KINDS, TOOL_FOR, kind_of  # noqa: E402
 from edge.guidance import experience_block, true_advice  # noqa: E402
 from edge.policy.actor import Actor  # noqa: E402
 from edge.policy.model import load_policy  # noqa: E402
@@ -47,6 +63,10 @@ from edge.rollout import Trajectory, read_rollouts  # noqa: E402
 
 REFERENCE_RUNS = Path("benchmarks/runs")
 """Where GRPO's runs are (the sweep's default)."""
+SHORT_TYPE = {"look_at_obj_in_light": "look", "pick_and_place_simple": "place",
+              "pick_clean_then_place_in_recep": "clean", "pick_cool_then_place_in_recep": "cool",
+              "pick_heat_then_place_in_recep": "heat", "pick_two_obj_and_place": "two"}
+"""The household's task types, as the by-type table heads them."""
 VERB_OF_TOOL = {tool: verb for verb, tool in TOOL_FOR.items()}
 """The household's transform tools and the verb each one's step uses (microwave: heat, ...)."""
 
@@ -70,29 +90,112 @@ def held_states(traj: Trajectory) -> list[int]:
     return out
 
 
-def tool_mass(logp: torch.Tensor, admissible: list[str], tool: str) -> tuple[float, float]:
-    """P(actions naming ``tool``) and P(actions naming another transform tool) at one state."""
-    probs = logp.exp().tolist()
-    right = sum(p for p, a in zip(probs, admissible) if tool in a.split())
-    wrong = sum(p for p, a in zip(probs, admissible) if any(t in a.split() for t in VERB_OF_TOOL if t != tool))
-    return right, wrong
+def tool_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
+    """At step ``i``: the admissible actions that name the task's tool, and those that name another
+    transform tool."""
+    tool, admissible = traj.task.spec["goal"]["tool"], traj.steps[i].admissible
+    right = [a for a in admissible if tool in a.split()]
+    other = [a for a in admissible if any(t in a.split() for t in VERB_OF_TOOL if t != tool)]
+    return right, other
 
 
-def probe_states(trajectories: list[Trajectory], limit: int, seed: int) -> list[tuple[Trajectory, int]]:
-    """The held states of ``trajectories`` where both kinds of tool can be chosen, at most ``limit``
-    (a fixed random sample: the same for every policy of the seed)."""
-    states = []
-    for traj in trajectories:
-        tool = traj.task.spec["goal"].get("tool")
-        for i in held_states(traj):
-            words = {w for a in traj.steps[i].admissible for w in a.split()}
-            if tool in words and words & (set(VERB_OF_TOOL) - {tool}):
-                states.append((traj, i))
+def transformed_states(traj: Trajectory) -> list[int]:
+    """Indices of the steps after the agent transformed the task's object with its verb (heat, cool,
+    clean) and before it put the object down. Empty for tasks without a transform tool."""
+    goal = traj.task.spec["goal"]
+    if goal.get("tool") not in VERB_OF_TOOL:
+        return []
+    obj, verb = goal["object"], VERB_OF_TOOL[goal["tool"]]
+    done, out = False, []
+    for i, step in enumerate(traj.steps):
+        if done:
+            out.append(i)
+        words = step.decision.action.split()
+        if words[:2] == [verb, obj]:
+            done = True
+        elif done and words[:2] == ["put", obj]:
+            break
+    return out
+
+
+def step_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
+    """At step ``i``: the actions that name the task's tool, and those that name the target receptacle
+    (and not the tool)."""
+    goal, admissible = traj.task.spec["goal"], traj.steps[i].admissible
+    right = [a for a in admissible if goal["tool"] in a.split()]
+    return right, [a for a in admissible if goal["target"] in a.split() and a not in right]
+
+
+def after_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
+    """At step ``i``: the actions that name the target receptacle, and those that name a transform tool
+    other than the task's and the target."""
+    goal, admissible = traj.task.spec["goal"], traj.steps[i].admissible
+    right = [a for a in admissible if goal["target"] in a.split()]
+    others = set(VERB_OF_TOOL) - {goal["tool"], goal["target"]}
+    return right, [a for a in admissible if others & set(a.split()) and a not in right]
+
+
+def search_states(traj: Trajectory) -> list[int]:
+    """Indices of the steps before the agent first takes the task's object at which no action takes it
+    (it is not in sight): the agent is still looking for it."""
+    obj, out = traj.task.spec["goal"]["object"], []
+    for i, step in enumerate(traj.steps):
+        if step.decision.action.split()[:2] == ["take", obj]:
+            break
+        if not any(a.split()[:2] == ["take", obj] for a in step.admissible):
+            out.append(i)
+    return out
+
+
+def search_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
+    """At step ``i``: going to a receptacle not visited yet whose kind usually holds the task's object
+    (its kind's likely receptacle kinds), and going to another receptacle not visited yet."""
+    likely = set(OBJECT_KINDS[traj.task.spec["goal"]["object"]].likely)
+    visited = {s.decision.action[len("go to "):] for s in traj.steps[:i] if s.decision.action.startswith("go to ")}
+    unvisited = [a for a in traj.steps[i].admissible if a.startswith("go to ") and a[len("go to "):] not in visited]
+    right = [a for a in unvisited if kind_of(a[len("go to "):]) in likely]
+    return right, [a for a in unvisited if a not in right]
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One question the probe asks: at which steps of an episode, and which actions answer it right."""
+
+    title: str
+    states: Callable[[Trajectory], list[int]]
+    """The steps of an episode that ask the question."""
+    sides: Callable[[Trajectory, int], tuple[list[str], list[str]]]
+    """At one step: (the right actions, the other actions); the probe keeps steps where both are admissible."""
+
+
+STAGES = {
+    "tool": Stage("Is the type's step kept? The right-tool share once the object is held", held_states, tool_sides),
+    "step": Stage("Is the type's step done? The tool against the target once the object is held", held_states,
+                  step_sides),
+    "after": Stage("Is the step kept once done? The target against another tool after the transformation",
+                   transformed_states, after_sides),
+    "find": Stage("Is where objects lie kept? The share of moves to the object's usual places", search_states,
+                  search_sides),
+}
+
+
+def mass(logp: torch.Tensor, admissible: list[str], right: list[str], other: list[str]) -> tuple[float, float]:
+    """P(the right actions) and P(the other actions) at one state."""
+    probs = dict(zip(admissible, logp.exp().tolist()))
+    return sum(probs[a] for a in right), sum(probs[a] for a in other)
+
+
+def probe_states(trajectories: list[Trajectory], limit: int, seed: int,
+                 stage: Stage = STAGES["tool"]) -> list[tuple[Trajectory, int]]:
+    """The steps of ``trajectories`` that ask ``stage``'s question with both kinds of action admissible,
+    at most ``limit`` (a fixed random sample: the same for every policy of the seed)."""
+    states = [(traj, i) for traj in trajectories for i in stage.states(traj) if all(stage.sides(traj, i))]
     return random.Random(seed).sample(states, limit) if len(states) > limit else states
 
 
-def score(actor: Actor, states: list[tuple[Trajectory, int]], advised: bool) -> list[dict]:
-    """Per state: its task type, the right-tool probability and share, plain or with the oracle's advice."""
+def score(actor: Actor, states: list[tuple[Trajectory, int]], advised: bool, stage: Stage) -> list[dict]:
+    """Per state: its task type, the right actions' probability and share, plain or with the oracle's
+    advice, and the share of a uniform choice among the actions compared (chance)."""
     prompts, candidates = [], []
     for traj, i in states:
         block = experience_block(true_advice(traj.task)) if advised else None
@@ -103,32 +206,34 @@ def score(actor: Actor, states: list[tuple[Trajectory, int]], advised: bool) -> 
         logps = actor.action_logprobs(prompts, candidates)
     out = []
     for (traj, i), logp in zip(states, logps):
-        right, wrong = tool_mass(logp, traj.steps[i].admissible, traj.task.spec["goal"]["tool"])
+        right_actions, other_actions = stage.sides(traj, i)
+        right, other = mass(logp, traj.steps[i].admissible, right_actions, other_actions)
         out.append({"type": traj.task.spec["goal"]["type"], "right": right,
-                    "share": right / (right + wrong) if right + wrong > 0 else None})
+                    "share": right / (right + other) if right + other > 0 else None,
+                    "chance": len(right_actions) / (len(right_actions) + len(other_actions))})
     return out
 
 
 def summary(rows: list[dict]) -> dict:
-    """Mean right-tool share and probability over states, overall and per task type."""
+    """Mean share, right probability and chance over states, overall and per task type."""
     def means(part):
         shares = [r["share"] for r in part if r["share"] is not None]
         return {"states": len(part), "share": fmean(shares) if shares else None,
-                "right": fmean(r["right"] for r in part)}
+                "right": fmean(r["right"] for r in part), "chance": fmean(r["chance"] for r in part)}
 
     return means(rows) | {"by_type": {t: means([r for r in rows if r["type"] == t])
                                       for t in sorted({r["type"] for r in rows})}}
 
 
-def probe_seed(config: str, seed: int, rounds: list[int], limit: int) -> dict:
-    """Every policy of one seed on the same held states: the warm start, then GRPO's and the
+def probe_seed(config: str, seed: int, rounds: list[int], limit: int, stage: Stage = STAGES["tool"]) -> dict:
+    """Every policy of one seed on the same states of ``stage``: the warm start, then GRPO's and the
     configuration's checkpoints after ``rounds``, each plain and with the oracle's advice."""
     runs = {name: run_folder(name, seed, REFERENCE_RUNS) for name in (GRPO, config)}
     params = run_params(json.loads((runs[config] / "params.json").read_text()))
     last = params.train.rounds - 1
     trajectories = [t for folder in runs.values() for k in (last - 1, last)
                     for t in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet")]
-    states = probe_states(trajectories, limit, seed)
+    states = probe_states(trajectories, limit, seed, stage)
     policies = {"warm start": base_folder(runs[config].parent, BASES, "household", seed)}
     for name, folder in runs.items():
         for k in rounds:
@@ -138,7 +243,7 @@ def probe_seed(config: str, seed: int, rounds: list[int], limit: int) -> dict:
         if not checkpoint.is_dir():
             raise FileNotFoundError(f"{checkpoint}: no checkpoint (has the run finished its rounds?)")
         actor = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=["household"]))
-        out["policies"][name] = {context: summary(score(actor, states, context == "advice"))
+        out["policies"][name] = {context: summary(score(actor, states, context == "advice", stage))
                                  for context in ("plain", "advice")}
         print(f"seed {seed} {name}: plain {out['policies'][name]['plain']['share']:.1%}, "
               f"advice {out['policies'][name]['advice']['share']:.1%} ({len(states)} states)", flush=True)
@@ -163,22 +268,33 @@ def pooled(per_seed: list[dict], config: str, last: int) -> dict:
                                              for k, v in differences.items()}}
 
 
+def doc_paragraph(start: str) -> str:
+    """The paragraph of this module's docstring, or the bullet of a list in it, that begins with ``start``."""
+    pieces = [piece for block in __doc__.split("\n\n") for piece in block.replace("\n- ", "\n\n- ").split("\n\n")]
+    return next(p.strip("\n") for p in pieces if p.startswith(start))
+
+
 def markdown(report: dict) -> str:
     def pct(e):
         return f"{e['mean']:.1%} [{e['low']:.1%}, {e['high']:.1%}]"
 
-    lines = [f"# Is the type's step kept? The right-tool share, {report['config']} against GRPO", "",
-             *(part.replace("\n", " ") for part in __doc__.split("\n\n")[1:4]), "",
+    stage = report.get("stage", "tool")
+    lines = [f"# {STAGES[stage].title}: {report['config']} against GRPO", "",
+             *(line for start in (f"- ``{stage}``", "The states:", "    share", "Same states")
+               for line in (doc_paragraph(start).replace("\n  ", " ").replace("\n", " "), "")),
              f"Seeds {report['seeds']}; {report['machine']}; command: `{report['command']}`.", "",
              "| policy | plain | with the oracle's advice |", "| --- | --- | --- |"]
     lines += [f"| {name} | {pct(p['plain'])} | {pct(p['advice'])} |"
               for name, p in report["pooled"]["policies"].items()]
+    if "chance" in report["per_seed"][0]["policies"]["warm start"]["plain"]:
+        chance = fmean(s["policies"]["warm start"]["plain"]["chance"] for s in report["per_seed"])
+        lines.append(f"| chance (uniform over the actions compared) | {chance:.1%} | {chance:.1%} |")
     lines += ["", "| paired difference (points of share) | mean [95% interval] |", "| --- | --- |"]
     lines += [f"| {k} | {100 * e['mean']:+.1f} [{100 * e['low']:+.1f}, {100 * e['high']:+.1f}] |"
               for k, e in report["pooled"]["differences"].items()]
     types = sorted({t for s in report["per_seed"] for t in s["policies"]["warm start"]["plain"]["by_type"]})
     lines += ["", "By task type (mean over seeds of the share; plain / with the advice):", "",
-              "| policy | " + " | ".join(t.split("_")[1] for t in types) + " |", "|---" * (len(types) + 1) + "|"]
+              "| policy | " + " | ".join(SHORT_TYPE.get(t, t) for t in types) + " |", "|---" * (len(types) + 1) + "|"]
     for name in report["pooled"]["policies"]:
         cells = []
         for t in types:
@@ -195,19 +311,23 @@ def main() -> None:
     parser.add_argument("--config", required=True, help="the sweep's configuration (an oracle control, o…)")
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--round", type=int, action="append", help="checkpoints to probe (default 3 and the last)")
-    parser.add_argument("--states", type=int, default=400, help="held states per seed, at most (a fixed sample)")
+    parser.add_argument("--stage", choices=sorted(STAGES), default="tool", help="the question asked (default tool)")
+    parser.add_argument("--states", type=int, default=400, help="states per seed, at most (a fixed sample)")
     parser.add_argument("--name", default="", help="suffix of the output files")
     args = parser.parse_args()
     torch.set_num_threads(1)
     folder = run_folder(args.config, args.seed[0], REFERENCE_RUNS)
     last = run_params(json.loads((folder / "params.json").read_text())).train.rounds - 1
     rounds = sorted(set(args.round or [3, last]))
-    per_seed = [probe_seed(args.config, s, rounds, args.states) for s in args.seed]
-    report = {"config": args.config, "seeds": args.seed, "rounds": rounds, "machine": describe_machine(),
+    per_seed = [probe_seed(args.config, s, rounds, args.states, STAGES[args.stage]) for s in args.seed]
+    report = {"config": args.config, "stage": args.stage, "seeds": args.seed, "rounds": rounds,
+              "machine": describe_machine(),
               "command": "benchmarks/step_probe.py " + " ".join(
-                  [f"--config {args.config}", *(f"--seed {s}" for s in args.seed), *(f"--round {k}" for k in rounds)]),
+                  [f"--config {args.config}", *(f"--seed {s}" for s in args.seed), *(f"--round {k}" for k in rounds),
+                   *([f"--stage {args.stage}"] if args.stage != "tool" else [])]),
               "per_seed": per_seed, "pooled": pooled(per_seed, args.config, max(rounds))}
-    stem = OUT / f"step_probe_{args.config}{'_' + args.name if args.name else ''}"
+    stem = OUT / f"step_probe_{args.config}{'_' + args.stage if args.stage != 'tool' else ''}" \
+                 f"{'_' + args.name if args.name else ''}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     stem.with_suffix(".md").write_text(markdown(report))
     print(markdown(report))
