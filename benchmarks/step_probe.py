@@ -30,9 +30,9 @@ Same states for every policy of a seed, so the differences are paired; then pool
 (Student-t). "chance" is the share of a policy uniform over those actions. Reads finished runs and
 checkpoints only; scores states, plays no episode.
 
-    .venv/bin/python benchmarks/step_probe.py --config o23 --seed 0 ... --seed 4 [--stage find] [--round 3 --round 7]
+    .venv/bin/python benchmarks/step_probe.py --config o23 --seed 0 ... --seed 4 [--stage step] [--round 3 --round 7]
 
-Writes benchmarks/results/step_probe_<config>[_find][_<name>].{json,md}.
+Writes benchmarks/results/step_probe_<config>[_<stage>][_<name>].{json,md} (no stage in the name for ``tool``).
 """
 
 from __future__ import annotations
