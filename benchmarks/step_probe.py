@@ -71,23 +71,30 @@ VERB_OF_TOOL = {tool: verb for verb, tool in TOOL_FOR.items()}
 """The household's transform tools and the verb each one's step uses (microwave: heat, ...)."""
 
 
+def steps_between(traj: Trajectory, begins: list[list[str]], ends: list[list[str]]) -> list[int]:
+    """Indices of the steps after the first action that begins with one of ``begins`` (its first two
+    words), up to and including the first later one that begins with one of ``ends``."""
+    started, out = False, []
+    for i, step in enumerate(traj.steps):
+        words = step.decision.action.split()[:2]
+        if started:
+            out.append(i)
+            if words in ends:
+                break
+        elif words in begins:
+            started = True
+    return out
+
+
 def held_states(traj: Trajectory) -> list[int]:
     """Indices of the steps at which the agent holds the task's object, untransformed: after it took
-    the object and before it transformed or put it down. Empty for tasks without a transform tool."""
+    the object, up to the step that transforms it or puts it down (where the step is done or skipped).
+    Empty for tasks without a transform tool."""
     goal = traj.task.spec["goal"]
     if goal.get("tool") not in VERB_OF_TOOL:
         return []
     obj, verb = goal["object"], VERB_OF_TOOL[goal["tool"]]
-    held, out = False, []
-    for i, step in enumerate(traj.steps):
-        if held:
-            out.append(i)
-        words = step.decision.action.split()
-        if words[:2] == ["take", obj]:
-            held = True
-        elif held and (words[:2] == [verb, obj] or words[:2] == ["put", obj]):
-            break  # transformed (the step is done) or put down: no longer the decision this probe asks
-    return out
+    return steps_between(traj, [["take", obj]], [[verb, obj], ["put", obj]])
 
 
 def tool_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
@@ -101,21 +108,12 @@ def tool_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
 
 def transformed_states(traj: Trajectory) -> list[int]:
     """Indices of the steps after the agent transformed the task's object with its verb (heat, cool,
-    clean) and before it put the object down. Empty for tasks without a transform tool."""
+    clean), up to the step that puts it down. Empty for tasks without a transform tool."""
     goal = traj.task.spec["goal"]
     if goal.get("tool") not in VERB_OF_TOOL:
         return []
     obj, verb = goal["object"], VERB_OF_TOOL[goal["tool"]]
-    done, out = False, []
-    for i, step in enumerate(traj.steps):
-        if done:
-            out.append(i)
-        words = step.decision.action.split()
-        if words[:2] == [verb, obj]:
-            done = True
-        elif done and words[:2] == ["put", obj]:
-            break
-    return out
+    return steps_between(traj, [[verb, obj]], [["put", obj]])
 
 
 def step_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
