@@ -86,14 +86,24 @@ def steps_between(traj: Trajectory, begins: list[list[str]], ends: list[list[str
     return out
 
 
+def object_and_verb(traj: Trajectory) -> tuple[str, str] | None:
+    """The task's object and the verb of its transformation (apple, heat); None without a transform tool."""
+    goal = traj.task.spec["goal"]
+    return (goal["object"], VERB_OF_TOOL[goal["tool"]]) if goal.get("tool") in VERB_OF_TOOL else None
+
+
+def naming(admissible: list[str], words: set[str]) -> list[str]:
+    """The admissible actions that name one of ``words`` (a receptacle kind: `go to fridge 1` names fridge)."""
+    return [a for a in admissible if words & set(a.split())]
+
+
 def held_states(traj: Trajectory) -> list[int]:
     """Indices of the steps at which the agent holds the task's object, untransformed: after it took
     the object, up to the step that transforms it or puts it down (where the step is done or skipped).
     Empty for tasks without a transform tool."""
-    goal = traj.task.spec["goal"]
-    if goal.get("tool") not in VERB_OF_TOOL:
+    if (transform := object_and_verb(traj)) is None:
         return []
-    obj, verb = goal["object"], VERB_OF_TOOL[goal["tool"]]
+    obj, verb = transform
     return steps_between(traj, [["take", obj]], [[verb, obj], ["put", obj]])
 
 
@@ -101,18 +111,15 @@ def tool_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
     """At step ``i``: the admissible actions that name the task's tool, and those that name another
     transform tool."""
     tool, admissible = traj.task.spec["goal"]["tool"], traj.steps[i].admissible
-    right = [a for a in admissible if tool in a.split()]
-    other = [a for a in admissible if any(t in a.split() for t in VERB_OF_TOOL if t != tool)]
-    return right, other
+    return naming(admissible, {tool}), naming(admissible, set(VERB_OF_TOOL) - {tool})
 
 
 def transformed_states(traj: Trajectory) -> list[int]:
     """Indices of the steps after the agent transformed the task's object with its verb (heat, cool,
     clean), up to the step that puts it down. Empty for tasks without a transform tool."""
-    goal = traj.task.spec["goal"]
-    if goal.get("tool") not in VERB_OF_TOOL:
+    if (transform := object_and_verb(traj)) is None:
         return []
-    obj, verb = goal["object"], VERB_OF_TOOL[goal["tool"]]
+    obj, verb = transform
     return steps_between(traj, [[verb, obj]], [["put", obj]])
 
 
@@ -120,17 +127,17 @@ def step_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
     """At step ``i``: the actions that name the task's tool, and those that name the target receptacle
     (and not the tool)."""
     goal, admissible = traj.task.spec["goal"], traj.steps[i].admissible
-    right = [a for a in admissible if goal["tool"] in a.split()]
-    return right, [a for a in admissible if goal["target"] in a.split() and a not in right]
+    right = naming(admissible, {goal["tool"]})
+    return right, [a for a in naming(admissible, {goal["target"]}) if a not in right]
 
 
 def after_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
     """At step ``i``: the actions that name the target receptacle, and those that name a transform tool
     other than the task's and the target."""
     goal, admissible = traj.task.spec["goal"], traj.steps[i].admissible
-    right = [a for a in admissible if goal["target"] in a.split()]
+    right = naming(admissible, {goal["target"]})
     others = set(VERB_OF_TOOL) - {goal["tool"], goal["target"]}
-    return right, [a for a in admissible if others & set(a.split()) and a not in right]
+    return right, [a for a in naming(admissible, others) if a not in right]
 
 
 def search_states(traj: Trajectory) -> list[int]:

@@ -73,7 +73,6 @@ def test_search_states_run_until_the_object_is_in_sight_or_taken(probe):
     assert probe.probe_states([traj], 10, 0, probe.STAGES["find"]) == [(traj, 0)]
 
 
-
 def test_the_step_stage_weighs_the_tool_against_the_target_and_the_after_stage_the_reverse(probe):
     # heat an apple, put it in the fridge: the fridge is the target, the sink basin another tool
     actions = ["take apple 1 from countertop 1", "go to microwave 1", "heat apple 1 with microwave 1",
