@@ -1,7 +1,7 @@
 """Which steps are kept? Where a policy heads at one stage of a household task, plain and with the
 oracle's advice (issue 14's limit, measured directly).
 
-Four stages, each a question about one decision on recorded states:
+Five stages, each a question about one decision on recorded states:
 
 - ``tool`` (the type's step): where the agent holds a heat, cool or clean task's object and has not
   transformed it, the probability of the actions that name the task's tool (`go to microwave 1`, `open
@@ -18,6 +18,10 @@ Four stages, each a question about one decision on recorded states:
   sight, the probability of going to a receptacle it has not visited whose kind usually holds that object
   (the advice's first line: "apples are usually in the fridge or the countertop") against going to
   another unvisited receptacle. Where an object kind lies is what a plain policy must learn by heart.
+- ``place`` (taking the object to the target): in pick-and-place and the two-object type, from taking
+  the task's object until putting it down, the actions that name the target against those that name a
+  receptacle kind where the object usually lies (the places the advice names). The advice is about
+  finding the object; does it pull an agent that already holds it back to those places?
 
 The states: every step of the `household` training episodes (the last two rounds of GRPO's run and the
 configuration's run of a seed, pooled) that asks the stage's question with both kinds of action
@@ -162,6 +166,28 @@ def search_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
     return right, [a for a in unvisited if a not in right]
 
 
+PLACING_TYPES = ("pick_and_place_simple", "pick_two_obj_and_place")
+"""The types whose object goes from where it was taken straight to the target."""
+
+
+def carried_states(traj: Trajectory) -> list[int]:
+    """Indices of the steps after a placing type's agent took the task's object, up to the step that puts
+    it down. Empty for the other types."""
+    goal = traj.task.spec["goal"]
+    if goal["type"] not in PLACING_TYPES:
+        return []
+    return steps_between(traj, [["take", goal["object"]]], [["put", goal["object"]]])
+
+
+def place_sides(traj: Trajectory, i: int) -> tuple[list[str], list[str]]:
+    """At step ``i``: the actions that name the target receptacle, and those that name a kind where the
+    task's object usually lies (not the target)."""
+    goal, admissible = traj.task.spec["goal"], traj.steps[i].admissible
+    right = naming(admissible, {goal["target"]})
+    usual = set(OBJECT_KINDS[goal["object"]].likely) - {goal["target"]}
+    return right, [a for a in naming(admissible, usual) if a not in right]
+
+
 @dataclass(frozen=True)
 class Stage:
     """One question the probe asks: at which steps of an episode, and which actions answer it right."""
@@ -181,6 +207,8 @@ STAGES = {
                    transformed_states, after_sides),
     "find": Stage("Is where objects lie kept? The share of moves to the object's usual places", search_states,
                   search_sides),
+    "place": Stage("Does the advice pull a carried object back to where it lies? The target against the object's "
+                   "usual places", carried_states, place_sides),
 }
 
 

@@ -89,3 +89,19 @@ def test_the_step_stage_weighs_the_tool_against_the_target_and_the_after_stage_t
     task = Task("household", "train", "t1", "pick_and_place_simple", "put an apple in fridge.", {"goal": goal})
     plain = Trajectory("t1/m0", task, "t1", 0, False, None, traj.steps)
     assert probe.held_states(plain) == [] and probe.transformed_states(plain) == []
+
+
+def test_the_place_stage_weighs_the_target_against_the_carried_objects_usual_places(probe):
+    goal = {"object": "watch", "target": "tvstand", "type": "pick_and_place_simple"}
+    task = Task("household", "train", "t2", "pick_and_place_simple", "put a watch in tvstand.", {"goal": goal})
+    actions = ["go to drawer 1", "take watch 1 from drawer 1", "go to sidetable 1", "go to tvstand 1",
+               "put watch 1 in/on tvstand 1", "go to drawer 1"]
+    admissible = ["go to drawer 1", "go to sidetable 1", "go to tvstand 1", "go to sofa 1",
+                  "put watch 1 in/on drawer 1"]
+    steps = [StepRecord(f"obs {i}", admissible, Decision(a, [], None, 0, None, [0.0])) for i, a in enumerate(actions)]
+    traj = Trajectory("t2/m0", task, "t2", 0, False, None, steps)
+    assert probe.carried_states(traj) == [2, 3, 4]  # from the take until the watch is put down
+    # the sofa is neither the target nor where watches lie: on no side
+    assert probe.place_sides(traj, 2) == (["go to tvstand 1"], ["go to drawer 1", "go to sidetable 1",
+                                                               "put watch 1 in/on drawer 1"])
+    assert probe.carried_states(heat_trajectory(actions, admissible)) == []  # a transform type: the after stage

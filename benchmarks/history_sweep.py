@@ -1,0 +1,223 @@
+"""How much of the episode the policy sees: GRPO and the oracle control at ``policy.history_steps`` = 1, 2, 3.
+
+The household's observations never say what the agent holds: ``You arrive at tvstand 1. On the tvstand 1,
+you see ...``. With one past step in the prompt (the setting every run before session 28 used), two moves
+after ``take watch 1 from sidetable 2`` a policy cannot tell whether it is still looking for the watch or
+taking it to the target, and the failure reader's "not placed" (held, never put in the target) is a fifth
+of all episodes. This script measures the setting as a tuned baseline setting should be measured: each
+history length gets its own warm starts (the demonstrations are cloned with that many past steps in the
+prompt), GRPO is trained from them at the default budget, and optionally the oracle control with o23's
+update (``--oracle``), so that the method's lead over GRPO is read within one setting.
+
+    .venv/bin/python benchmarks/history_sweep.py --history 2 --history 3 --seed 0 ... --seed 4 [--oracle] [--jobs 2]
+
+History 1 is the learning benchmark's own runs (benchmarks/runs: warm starts and GRPO) and the sweep's o23
+(benchmarks/sweep/internalization/o23), which are that setting; the others run into
+benchmarks/sweep/history<h>/runs with ``edge bench learning`` (resumable: finished runs are skipped). Every
+run is evaluated on the same 400 household test_seen tasks and streams of its seed, so differences are paired
+by seed and, within a seed, by task. Writes benchmarks/results/history_sweep.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's configurations and where their runs are
+import internalization_sweep as sweep  # noqa: E402
+
+from edge.benchmarking.learning import (  # noqa: E402
+    LearningBenchConfig,
+    paired_difference,
+    read_run,
+    run_benchmark,
+    run_name,
+    signed_points,
+)
+from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.benchmarking.stats import t_interval_mean  # noqa: E402
+from edge.envs.household.world import kind_of  # noqa: E402
+from edge.rollout import Trajectory, read_rollouts  # noqa: E402
+
+ROOT = Path("benchmarks/sweep")
+REFERENCE = 1
+"""The history length of the learning benchmark's runs and the sweep's (params.yaml before session 28)."""
+ORACLE_CONFIG = "o23"
+"""The oracle control's update: the best plain policy of the internalization sweep."""
+SPLIT = "test_seen"
+PLACING_TYPES = ("pick_and_place_simple", "pick_two_obj_and_place")
+"""The types whose object goes straight from where it was taken to the target (the first object, for two)."""
+
+
+def runs_dir(history: int) -> Path:
+    return ROOT / f"history{history}" / "runs"
+
+
+def run_folder(history: int, method: str, seed: int) -> Path:
+    """Where one run is: the reference setting's runs are the benchmark's and the sweep's own."""
+    if history == REFERENCE:
+        config = sweep.GRPO if method == sweep.GRPO else ORACLE_CONFIG
+        return sweep.run_folder(config, seed, Path("benchmarks/runs"))
+    return runs_dir(history) / run_name("household", method, seed)
+
+
+def bench_config(history: int, methods: list[str], seeds: list[int], jobs: int) -> LearningBenchConfig:
+    """The runs of one history length: the learning benchmark's settings, household test_seen only, with
+    o23's update for the oracle control (GRPO does not read those fields)."""
+    return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
+                               runs_dir=runs_dir(history), out_dir=ROOT / f"history{history}",
+                               name=f"learning_history{history}",
+                               extra=[f"policy.history_steps={history}", *sweep.CONFIGS[ORACLE_CONFIG][1]])
+
+
+def final(run: dict, condition: str) -> float | None:
+    return run["final"].get(f"{SPLIT}_{condition}")
+
+
+def outcomes(run: dict, condition: str) -> dict | None:
+    return run["final_tasks"].get(SPLIT, {}).get(condition)
+
+
+def base(run: dict) -> float:
+    return run["curve"][0][f"{SPLIT}_plain"]
+
+
+def compare(ours: dict[int, dict], theirs: dict[int, dict], condition: str = "plain",
+            their_condition: str = "plain") -> dict:
+    """Paired by seed (and by task within a seed) over the seeds both have."""
+    seeds = sorted(set(ours) & set(theirs))
+    return paired_difference([final(ours[s], condition) for s in seeds],
+                             [final(theirs[s], their_condition) for s in seeds], seeds,
+                             [(outcomes(ours[s], condition), outcomes(theirs[s], their_condition)) for s in seeds])
+
+
+def moves_after_take(traj: Trajectory) -> list[tuple[int, bool]]:
+    """For a placing type's episode: each ``go to`` between taking the task's object and first putting it
+    down, as (steps since the take, 1 for the step right after it; whether it heads to the target's kind)."""
+    goal = traj.task.spec["goal"]
+    if goal["type"] not in PLACING_TYPES:
+        return []
+    out, taken_at = [], None
+    for i, step in enumerate(traj.steps):
+        action = step.decision.action
+        if taken_at is None:
+            if action.split()[:2] == ["take", goal["object"]]:
+                taken_at = i
+        elif action.startswith("put "):
+            break
+        elif action.startswith("go to "):
+            out.append((i - taken_at, kind_of(action[len("go to "):]) == goal["target"]))
+    return out
+
+
+def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, dict]:
+    """The share of moves that head to the target, by steps since the take ("1", "2", "3+"), over the
+    training episodes of the runs' last rounds (plain members only): does the policy still know it holds
+    the object once the take has left its prompt?"""
+    counts: dict[str, list[int]] = {}
+    for round_dir in (r for folder in folders for r in sorted(folder.glob("round_[0-9][0-9][0-9]"))[-last_rounds:]):
+        for traj in read_rollouts(round_dir / "rollouts.parquet"):
+            if traj.conditioned:
+                continue
+            for since, to_target in moves_after_take(traj):
+                tally = counts.setdefault(str(since) if since < 3 else "3+", [0, 0])
+                tally[0] += to_target
+                tally[1] += 1
+    return {k: {"share": hits / moves, "moves": moves} for k, (hits, moves) in sorted(counts.items())}
+
+
+def report(histories: list[int], seeds: list[int], methods: list[str]) -> dict:
+    """Per history length: the warm start's and each method's final success (mean over seeds, Student-t),
+    the oracle control against GRPO, and each against the same method at the reference length."""
+    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods} for h in histories}
+    out = {}
+    for h in histories:
+        grpo = runs[h][sweep.GRPO]
+        row = {"warm_start": t_interval_mean([base(r) for r in grpo.values()]).to_dict(),
+               "grpo": t_interval_mean([final(r, "plain") for r in grpo.values()]).to_dict(),
+               "grpo_heading_to_target": heading_to_target([run_folder(h, sweep.GRPO, s) for s in seeds])}
+        if h != REFERENCE and REFERENCE in runs:
+            row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO])
+            row["warm_start_minus_reference"] = paired_difference(
+                [base(grpo[s]) for s in seeds], [base(runs[REFERENCE][sweep.GRPO][s]) for s in seeds], seeds)
+        if sweep.ORACLE in methods:
+            oracle = runs[h][sweep.ORACLE]
+            row["oracle_plain"] = t_interval_mean([final(r, "plain") for r in oracle.values()]).to_dict()
+            row["oracle_with_advice"] = t_interval_mean([final(r, "with_bank") for r in oracle.values()]).to_dict()
+            row["oracle_retention"] = t_interval_mean([final(r, "retention") for r in oracle.values()]).to_dict()
+            row["oracle_minus_grpo"] = compare(oracle, grpo)
+            row["oracle_advice_minus_grpo"] = compare(oracle, grpo, "with_bank")
+            if h != REFERENCE and REFERENCE in runs:
+                row["oracle_minus_reference"] = compare(oracle, runs[REFERENCE][sweep.ORACLE])
+        out[str(h)] = row
+    return out
+
+
+def markdown(result: dict) -> str:
+    def pct(e):
+        return f"{e['mean']:.1%}" if e else "–"
+
+    def diff(e):
+        return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
+
+    lines = ["# How much of the episode the policy sees (`policy.history_steps`)", "",
+             __doc__.split("\n\n")[1].replace("\n", " "), "",
+             f"Seeds {result['seeds']}; household {SPLIT}, 400 tasks a seed; {result['machine']}; "
+             f"command: `{result['command']}`.", "",
+             "Final success, mean over seeds; differences in points, paired by seed, Student-t 95% interval "
+             "and the exact permutation p-value.", "",
+             "| history steps | warm start | GRPO | GRPO − GRPO at 1 | oracle (o23) plain | with the advice | "
+             "retention | oracle plain − GRPO | oracle plain − oracle at 1 |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for h, row in result["rows"].items():
+        lines.append(f"| {h} | {pct(row['warm_start'])} | {pct(row['grpo'])} | {diff(row.get('grpo_minus_reference'))} "
+                     f"| {pct(row.get('oracle_plain'))} | {pct(row.get('oracle_with_advice'))} "
+                     f"| {pct(row.get('oracle_retention'))} | {diff(row.get('oracle_minus_grpo'))} "
+                     f"| {diff(row.get('oracle_minus_reference'))} |")
+    lines += ["", "Per seed (points): GRPO − GRPO at 1, and oracle plain − GRPO.", "",
+              "| history steps | GRPO − GRPO at 1 | oracle plain − GRPO |", "| --- | --- | --- |"]
+    for h, row in result["rows"].items():
+        cells = [" ".join(f"s{s} {100 * d:+.1f}" for s, d in row[k]["per_seed"].items()) if row.get(k) else "–"
+                 for k in ("grpo_minus_reference", "oracle_minus_grpo")]
+        lines.append(f"| {h} | {cells[0]} | {cells[1]} |")
+    lines += ["", "Where GRPO's final policies go while holding the object (pick-and-place and the two-object "
+              "type's first object, plain training episodes of the last two rounds, all seeds pooled): the share "
+              "of `go to` moves that head to the target, by steps since the take. With one past step in the "
+              "prompt, the take is out of sight from the second step on.", "",
+              "| history steps | 1st step after the take | 2nd | 3rd and later |", "| --- | --- | --- | --- |"]
+    for h, row in result["rows"].items():
+        heading = row["grpo_heading_to_target"]
+        lines.append(f"| {h} | " + " | ".join(
+            f"{heading[k]['share']:.1%} of {heading[k]['moves']}" if k in heading else "–" for k in ("1", "2", "3+"))
+            + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--history", type=int, action="append", help="history lengths to compare (default 1 2 3)")
+    parser.add_argument("--seed", type=int, action="append", required=True)
+    parser.add_argument("--oracle", action="store_true", help="also the oracle control with o23's update")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
+    parser.add_argument("--report-only", action="store_true", help="train nothing: tables from finished runs")
+    args = parser.parse_args()
+    histories = sorted(set(args.history or [1, 2, 3]))
+    methods = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
+    if not args.report_only:
+        for h in histories:
+            if h != REFERENCE:
+                run_benchmark(bench_config(h, methods, args.seed, args.jobs), track=False)
+    command = ("benchmarks/history_sweep.py " + " ".join(f"--history {h}" for h in histories) + " "
+               + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else ""))
+    result = {"seeds": args.seed, "machine": describe_machine(), "command": command,
+              "rows": report(histories, args.seed, methods)}
+    sweep.OUT.mkdir(parents=True, exist_ok=True)
+    (sweep.OUT / "history_sweep.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    (sweep.OUT / "history_sweep.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
