@@ -117,6 +117,12 @@ CONFIGS = {
             "raised retention, o22's fewer conditioned members (92.7% on the AVX-512 machine) and o23's distillation "
             "on the conditioned members' states (92.3% on the machine without), together",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both", "bank.rho=0.25"]),
+    "o25": ("o23 with the block following the episode's progress (bank.block_follows_progress): where the object "
+            "lies leaves the block once it is in hand, the type's step once taken. With the advice o23's final policy "
+            "heads a carried object to the target 4.5 points of share less often, to where such objects lie "
+            "(step_probe_o23_place_xeon10.md), and wins 5.6 points fewer simple tasks",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.block_follows_progress=true"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
@@ -176,6 +182,11 @@ CONFIGS = {
             "not-helping rules pruned the type's step while EDGE's plain policy still skips it as often as GRPO's",
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]"]),
+    "e23": ("e22 with the block following the episode's progress (bank.block_follows_progress): o25's option on "
+            "the learned bank, whose blocks read as the oracle's",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
+             "bank.block_follows_progress=true"]),
 }
 
 

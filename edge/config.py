@@ -260,6 +260,14 @@ class BankConfig(_Section):
     the bank lacks an entry for one of them: for EDGE's trained policy a block missing a step is worse
     than none (benchmarks/results/entry_probe_household.md). ``top_k`` is then not read; an environment
     without ``task_stages`` keeps ``top_k`` (a warning says so)."""
+    block_follows_progress: bool = False
+    """Drop from a conditioned episode's block, after each step, the entries of the stages the episode
+    has completed (``Knowledge.stages_done``: household's find-the-object once every object the task
+    needs is in hand, its transform once done), and show no block once nothing is left. Off: the block
+    stays as retrieved for the whole episode (the spec). The household's find advice names where the
+    object lies, and an agent that holds it and no longer sees the take in its prompt goes back there
+    (step_probe_o23_place_xeon10.md). The distillation's teacher sees the block as the episode would
+    have at each state, and no sample is made where it would be empty."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by

@@ -74,9 +74,11 @@ def summarise(trajectories: list[Trajectory]) -> EvalResult:
 def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
              experience_for: Callable[[Task], Experience | None] | None = None,
              retrieve_step: Callable[[Task, str], Experience | None] | None = None,
+             follow_progress: bool = False,
              greedy: bool = False, chunk: int = 64, progress=None) -> EvalResult:
     """One episode per task; with ``experience_for`` every episode is conditioned on what it returns
-    (and, with ``retrieve_step``, on what is retrieved again after each step; see ``rollout``).
+    (and, with ``retrieve_step``, on what is retrieved again after each step; with ``follow_progress``,
+    without the entries of the stages the episode has completed; see ``rollout``).
 
     Each task's episode has its own stream from (``seed``, task id): evaluations with the same seed
     are paired task by task, and a task with no experience replays its plain episode exactly."""
@@ -87,7 +89,8 @@ def evaluate(actor: Actor, tasks: list[Task], seed: int, *,
         if experience_for is not None:
             experiences = {t.task_id: e for t in part if (e := experience_for(t)) is not None}
         trajectories += rollout(actor, part, 1, seed, experiences=experiences, conditioned_per_group=1,
-                                retrieve_step=retrieve_step, greedy=greedy, progress=progress)
+                                retrieve_step=retrieve_step, follow_progress=follow_progress, greedy=greedy,
+                                progress=progress)
     return summarise(trajectories)
 
 

@@ -11,6 +11,8 @@ instruction-tuned LLM would.
 
 from __future__ import annotations
 
+import re
+
 from edge.envs.base import Task
 
 KINDS = ("try", "avoid", "recover")
@@ -25,6 +27,32 @@ def entry(kind: str, text: str) -> str:
 def experience_block(entries: list[str]) -> str:
     """The text that goes into the prompt's experience section."""
     return " ".join(entries)
+
+
+ENTRY_START = re.compile(rf"(?<= \.) (?=(?:{'|'.join(KINDS)}) : )")
+"""Where one entry of a block ends and the next begins: after an entry's closing " ." (``entry``)."""
+
+
+def block_entries(block: str) -> list[str]:
+    """The entries an experience block lists, in its order (``experience_block`` read back)."""
+    return ENTRY_START.split(block)
+
+
+def block_after(block: str, task: Task, actions: list[str]) -> str | None:
+    """The block an episode of ``task`` is shown once it has taken ``actions``
+    (``bank.block_follows_progress``): without the entries of the stages it has completed
+    (``Knowledge.stages_done``, each entry's stage by ``Knowledge.guidance_stage``); None when none is
+    left. An environment without ``stages_done`` keeps the block whole."""
+    from edge.envs.registry import knowledge
+
+    know = knowledge(task.env)
+    if not know.has("stages_done"):
+        return block
+    done = know.stages_done(task, actions)
+    if not done:
+        return block
+    kept = [e for e in block_entries(block) if know.guidance_stage(e) not in done]
+    return experience_block(kept) if kept else None
 
 
 def has_oracle(env: str) -> bool:

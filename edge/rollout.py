@@ -31,6 +31,7 @@ from edge.envs.base import Task
 from edge.envs.group import make_groups
 from edge.envs.parallel import step_all
 from edge.files import IntegrityError, write_with
+from edge.guidance import block_after
 from edge.policy.actor import Actor, Decision
 from edge.policy.prompt import AgentState
 
@@ -94,6 +95,7 @@ def episode_generator(seed: int, task_id: str, member: int) -> torch.Generator:
 def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
             experiences: dict[str, Experience] | None = None, conditioned_per_group: int = 0,
             retrieve_step: Callable[[Task, str], Experience | None] | None = None,
+            follow_progress: bool = False,
             greedy: bool = False, max_steps: int | None = None, progress=None) -> list[Trajectory]:
     """Roll out ``group_size`` trajectories per task; the first ``conditioned_per_group`` members of
     a task's group see its experience when ``experiences`` has one for it, the rest are plain.
@@ -101,7 +103,10 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
 
     With ``retrieve_step``, a conditioned trajectory's block is retrieved again after every step
     from the new observation (keeping the previous block when nothing is found), and every entry
-    it saw is recorded in its ``experience.entry_ids``."""
+    it saw is recorded in its ``experience.entry_ids``. With ``follow_progress``
+    (``bank.block_follows_progress``), after every step a conditioned trajectory sees its block
+    (as retrieved, or retrieved again) without the entries of the stages it has completed
+    (``edge.guidance.block_after``); each step records the block its prompt had."""
     experiences = experiences or {}
     trajectories: list[Trajectory] = []
     envs, states, generators = [], [], []
@@ -117,6 +122,7 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
             generators.append(episode_generator(seed, task.task_id, member))
             states.append(AgentState(task.instruction, first.observation, first.admissible_actions,
                                      [], exp.text if conditioned else None))
+    whole = [state.experience for state in states]  # each one's block as retrieved last, entries not dropped
     active = list(range(len(trajectories)))
     history_steps = actor.cfg.history_steps
     while active:
@@ -139,8 +145,10 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
                 if retrieve_step is not None and traj.conditioned:
                     found = retrieve_step(traj.task, result.observation)
                     if found is not None:
-                        experience = found.text
+                        experience = whole[i] = found.text
                         traj.experience.entry_ids += [e for e in found.entry_ids if e not in traj.experience.entry_ids]
+                if follow_progress and traj.conditioned:
+                    experience = block_after(whole[i], traj.task, [s.decision.action for s in traj.steps])
                 states[i] = AgentState(state.instruction, result.observation, result.info.admissible_actions,
                                        history if history_steps else [], experience)
                 still.append(i)

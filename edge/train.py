@@ -375,7 +375,7 @@ def collect_stage(run: Run, k: int) -> Path:
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
-                           max_steps=cfg.max_steps)
+                           follow_progress=run.params.bank.block_follows_progress, max_steps=cfg.max_steps)
     # Timings go to disk before the completion marker, so a resumed run still reports them.
     write_json(run.round_dir(k) / "collect.json", {"collect_seconds": time.perf_counter() - started,
                                                   "retrieval_seconds": retrieval_seconds} | schedule)
@@ -482,11 +482,12 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     extra_loss, n_distill, n_distill_only = None, 0, 0
     d_cfg = run.params.distill
     # Before the update: how far the experience block moves the collecting policy on the plain states.
-    shift = advice_shift(actor, trajectories) if run.settings.use_bank else None
+    follow = run.params.bank.block_follows_progress
+    shift = advice_shift(actor, trajectories, follow) if run.settings.use_bank else None
     if run.settings.distill_coef > 0:
         # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
         distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
-                                  d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0)
+                                  d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0, follow_progress=follow)
         n_distill = len(distill)
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
@@ -582,7 +583,8 @@ def evaluate_policy(run: Run, actor: Actor, seed: int, progress=None, plain: dic
             experiences = {t.task_id: run.experience_for(t, seed) for t in tasks}
             if any(experiences.values()):
                 scaffold = evaluate(actor, tasks, seed, experience_for=lambda t, e=experiences: e[t.task_id],
-                                    retrieve_step=run.step_retriever(), greedy=cfg.greedy,
+                                    retrieve_step=run.step_retriever(),
+                                    follow_progress=run.params.bank.block_follows_progress, greedy=cfg.greedy,
                                     progress=progress).to_dict()
             else:  # nothing retrieved: the scaffolded episodes would replay the plain ones exactly
                 scaffold = dict(plain[split])

@@ -50,6 +50,7 @@ import torch
 
 from edge.algorithms.contribution import GroupContribution
 from edge.algorithms.grpo import Sample, Shard, UpdateConfig, policy_update, using_reference
+from edge.guidance import block_after
 from edge.policy.actor import Actor
 from edge.rollout import Trajectory
 
@@ -77,6 +78,19 @@ def experience_blocks(trajectories: list[Trajectory]) -> dict[str, str]:
     return {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
 
 
+def teacher_block(traj: Trajectory, index: int, group_block: str, follow_progress: bool) -> str | None:
+    """The block the teacher sees at step ``index`` of ``traj``: a conditioned member's own (what its
+    prompt had; rollouts written before steps recorded it have the group's), a plain member's group's
+    block; with ``follow_progress``, the plain member's without the stages its actions so far completed,
+    and the conditioned member's as recorded even where it was none (None: nothing to distil there)."""
+    if traj.conditioned:
+        recorded = traj.steps[index].experience
+        return recorded if follow_progress else (recorded or group_block)
+    if follow_progress:
+        return block_after(group_block, traj.task, [s.decision.action for s in traj.steps[:index]])
+    return group_block
+
+
 def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[str, float]:
     """The weight g(x) of each group whose states are distilled (groups not listed are not)."""
     if gate == "credit":
@@ -86,11 +100,15 @@ def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[st
 
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
                     estimator: Estimator, states: States = "plain", gate: Gate = "credit",
-                    teacher: Teacher = "current", keep_teacher_prompt: bool = False) -> list[Sample]:
+                    teacher: Teacher = "current", keep_teacher_prompt: bool = False,
+                    follow_progress: bool = False) -> list[Sample]:
     """The distillation samples of a round: one per distilled state, as the plain student sees it,
     with the group's weight (``extras["credit"]``) and the frozen teacher's log-probabilities
     (``extras["teacher"]``) attached; with ``keep_teacher_prompt`` also the teacher's prompt
-    (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it)."""
+    (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it).
+    With ``follow_progress`` (``bank.block_follows_progress``) the teacher sees the block as the episode
+    was or would have been shown it at each state (``teacher_block``), and a state with none left gives
+    no sample."""
     if estimator == "exact" and actor.cfg.mode != "score":
         raise ValueError("distill.estimator 'exact' needs policy.mode 'score' (a finite action set)")
     if keep_teacher_prompt and estimator != "exact":
@@ -112,21 +130,24 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
                 d = step.decision
                 if d.candidate_ids is None and not d.response_ids:
                     continue
+                shown = teacher_block(traj, i, block[traj.group_id], follow_progress)
+                if shown is None:
+                    continue
                 samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
                                       len(traj.steps), pg=False, extras={"credit": g}, key=(traj.traj_id, i)))
-                teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, block[traj.group_id])))
+                teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, shown)))
         elif traj.conditioned and states in ("conditioned", "both"):
             # The state the scaffold led to, shown to the student without the block (its own key: the
             # PG sample of this step is the conditioned prompt). The teacher sees the block it acted on.
             for i, step in enumerate(traj.steps):
                 d = step.decision
-                if d.candidate_ids is None:
+                shown = teacher_block(traj, i, block[traj.group_id], follow_progress)
+                if d.candidate_ids is None or shown is None:
                     continue
                 samples.append(Sample(actor.builder.prompt_ids(traj.state_at(i)), d.candidate_ids, d.chosen, None,
                                       [0.0], 0.0, len(traj.steps), pg=False, extras={"credit": g},
                                       key=(traj.traj_id + WITHOUT_EXPERIENCE, i)))
-                advised = traj.state_at(i, step.experience or block[traj.group_id])
-                teacher_prompts.append(actor.builder.prompt_ids(advised))
+                teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, shown)))
     with torch.inference_mode(), (using_reference(actor) if teacher == "base" else nullcontext()):
         if actor.cfg.mode == "score":
             logps = actor.action_logprobs(teacher_prompts, [s.candidate_ids for s in samples]) if samples else []
@@ -142,11 +163,12 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
     return samples
 
 
-def advice_shift(actor: Actor, trajectories: list[Trajectory]) -> float | None:
+def advice_shift(actor: Actor, trajectories: list[Trajectory], follow_progress: bool = False) -> float | None:
     """How much the experience block moves the policy, on the same states: the mean over the plain
     members' states of groups that retrieved of KL(pi(.|s) || pi(.|s, E)), at the current weights
     (score mode; None otherwise or when nothing retrieved). It falls towards zero when the policy
-    learns to ignore the block, and when the plain policy has learned what the block says."""
+    learns to ignore the block, and when the plain policy has learned what the block says. With
+    ``follow_progress``, the block each state would have been shown, and only states shown one."""
     if actor.cfg.mode != "score":
         return None
     block = experience_blocks(trajectories)
@@ -157,8 +179,11 @@ def advice_shift(actor: Actor, trajectories: list[Trajectory]) -> float | None:
         for i, step in enumerate(traj.steps):
             if step.decision.candidate_ids is None:
                 continue
+            shown = teacher_block(traj, i, block[traj.group_id], follow_progress)
+            if shown is None:
+                continue
             plain_prompts.append(step.decision.prompt_ids)
-            advised_prompts.append(actor.builder.prompt_ids(traj.state_at(i, block[traj.group_id])))
+            advised_prompts.append(actor.builder.prompt_ids(traj.state_at(i, shown)))
             candidates.append(step.decision.candidate_ids)
     if not candidates:
         return None

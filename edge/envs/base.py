@@ -172,7 +172,7 @@ class Knowledge:
     """
 
     PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "step_guidance",
-             "type_step_guidance", "name_subject", "guidance_stage", "task_stages", "oracle_advice",
+             "type_step_guidance", "name_subject", "guidance_stage", "task_stages", "stages_done", "oracle_advice",
              "demonstrators", "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
@@ -251,6 +251,12 @@ class Knowledge:
         left out: what the environment's rules say about every task of the type, not where this one's
         objects lie. With ``bank.block_rule: complete`` a task is shown a block only when the bank has an
         entry for each of them."""
+        raise NotImplementedError
+
+    def stages_done(self, task: Task, actions: list[str]) -> set[int]:
+        """The stages (:meth:`guidance_stage`) an episode of ``task`` has completed after taking
+        ``actions``: with ``bank.block_follows_progress`` the block drops their entries. Without this part
+        the block stays whole."""
         raise NotImplementedError
 
     def oracle_advice(self, task: Task) -> list[str]:

@@ -334,6 +334,24 @@ class RoomKnowledge(Knowledge):
             return {0, 2}
         return {0}
 
+    def stages_done(self, task: Task, actions: list[str]) -> set[int]:
+        """Finding (0) is done once the agent has taken as many of the task's objects as it needs (both,
+        for the two-object type: the places still serve the second), and the second object (2) with
+        them; the transformation (1) once the type's verb was applied, the lamp (1) once used after the
+        take. Generic advice (3) is never done."""
+        goal = task.spec["goal"]
+        taken = [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == goal["object"]]
+        done = set()
+        if len(taken) >= goal.get("count", 1):
+            done |= {0, 2} if goal["type"] == "pick_two_obj_and_place" else {0}
+        verb = TRANSFORM.get(goal["type"])
+        if verb and any(a.startswith(f"{verb} ") for a in actions):
+            done.add(1)
+        if goal["type"] == "look_at_obj_in_light" and taken and any(
+                a.startswith("use ") for a in actions[actions.index(taken[0]):]):
+            done.add(1)
+        return done
+
     def guidance_vocabulary(self) -> set[str]:
         samples = [find_in("x", ["y", "z"]), transform_first("clean", "x", "y"), take_to_lamp("x"),
                    second_object("x"), avoid_searched_again(), open_closed(), "heat cool clean"]
