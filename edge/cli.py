@@ -320,8 +320,9 @@ def eval_cmd(
         report["advised"] = evaluate(actor, tasks, seed, experience_for=true_advice_experience, greedy=greedy).to_dict()
         report["retention_advised"] = retention(report["plain"]["success"], report["advised"]["success"])
     if bank is not None:
-        report["with_bank"] = evaluate(actor, tasks, seed, experience_for=_bank_retriever(bank, cfg),
-                                       greedy=greedy).to_dict()
+        retriever, bank_cfg = _bank_retriever(bank, cfg)
+        report["with_bank"] = evaluate(actor, tasks, seed, experience_for=retriever, greedy=greedy,
+                                       follow_progress=bank_cfg.block_follows_progress).to_dict()
         report["retention"] = retention(report["plain"]["success"], report["with_bank"]["success"])
     if as_json:
         print(json.dumps(report, indent=2))
@@ -342,6 +343,7 @@ def eval_cmd(
 
 
 def _bank_retriever(folder: Path, cfg):
+    """(a task's experience from the bank in ``folder``, the bank settings it retrieves with: its run's)."""
     from edge.bank.embedder import make_embedder
     from edge.bank.retrieval import retrieve_for_task
     from edge.bank.store import open_recorded
@@ -370,7 +372,7 @@ def _bank_retriever(folder: Path, cfg):
         found = retrieve_for_task(store, task, bank_cfg)
         return Experience(*found) if found else None
 
-    return experience_for
+    return experience_for, bank_cfg
 
 
 def _run_bank_entries(run: Path, round_index: int | None):

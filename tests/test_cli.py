@@ -82,11 +82,15 @@ def test_eval_with_a_bank_retrieves_as_its_run_did(tmp_path):
                         key=EVERY_SUBJECT)])
     (run / "bank_versions.json").write_text(json.dumps({"0": bank.version()}))
     project = EdgeParams(bank=BankConfig(embedder="hash"))
-    assert _bank_retriever(run / "bank", project)(heat) is None  # the spec's settings show no type steps
+    retriever, settings = _bank_retriever(run / "bank", project)
+    assert retriever(heat) is None and settings == project.bank  # the spec's settings show no type steps
     recorded = project.model_copy(update={"bank": BankConfig(embedder="hash", grain="knowledge",
-                                                             subjects="seen-and-type-steps")})
+                                                             subjects="seen-and-type-steps",
+                                                             block_follows_progress=True)})
     (run / "params.json").write_text(recorded.model_dump_json())
-    found = _bank_retriever(run / "bank", project)(heat)
+    retriever, settings = _bank_retriever(run / "bank", project)
+    assert settings.block_follows_progress  # `edge eval --bank` shows the block as the run did
+    found = retriever(heat)
     obj = heat.spec["goal"]["object"]
     assert found.text == f"try : heat the {obj} with the microwave before you put it in place ."
     assert found.entry_ids == ["g000001"]
