@@ -35,7 +35,7 @@ from edge.envs.base import Demonstrators, Task
 from edge.envs.registry import agent_names, generate_tasks, knowledge, make_agent, make_env
 from edge.evaluate import evaluate, retention
 from edge.files import atomic_folder, seal_folder
-from edge.guidance import experience_block, has_oracle, true_advice
+from edge.guidance import block_after, experience_block, has_oracle, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy, save_policy
 from edge.policy.prompt import AgentState
@@ -45,22 +45,25 @@ log = logging.getLogger(__name__)
 
 
 def record_demo(task: Task, agent, advice: str | None, history_steps: int,
-                keep_failures: bool = False) -> list[tuple[AgentState, str]]:
+                keep_failures: bool = False, follow_progress: bool = False) -> list[tuple[AgentState, str]]:
     """Play one episode with a scripted agent; return (state, action) pairs as the policy sees them
-    (none for a lost episode unless ``keep_failures``)."""
+    (none for a lost episode unless ``keep_failures``). ``follow_progress``: the advice as
+    ``bank.block_follows_progress`` shows a block, without the stages done so far."""
     env = make_env(task.env)
     first = env.reset(task)
     agent.reset(task, first)
     state = AgentState(task.instruction, first.observation, first.admissible_actions, [], advice)
-    pairs = []
+    pairs, actions = [], []
     while True:
         action = agent.act(state.observation, state.admissible)
         pairs.append((state, action))
+        actions.append(action)
         out = env.step(action)
         if out.done:
             return pairs if out.info.won or keep_failures else []
         history = (state.history + [(action, out.observation)])[-history_steps:] if history_steps else []
-        state = AgentState(task.instruction, out.observation, out.info.admissible_actions, history, advice)
+        shown = block_after(advice, task, actions) if advice and follow_progress else advice
+        state = AgentState(task.instruction, out.observation, out.info.admissible_actions, history, shown)
 
 
 def demonstrators(cfg: WarmupConfig) -> Demonstrators:
@@ -82,7 +85,10 @@ def demonstrators(cfg: WarmupConfig) -> Demonstrators:
                          advised=(lambda task, s: make_agent(cfg.env, "expert", s)) if oracle else None)
 
 
-def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tuple[AgentState, str]]:
+def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
+                   follow_progress: bool = False) -> list[tuple[AgentState, str]]:
+    """The behaviour-cloning pairs: explorer, competent and advised episodes on ``seed``'s train tasks;
+    ``follow_progress``: the advised episodes' block as ``bank.block_follows_progress`` shows it."""
     demo = demonstrators(cfg)
     advised_episodes = cfg.advised_episodes if demo.advised else 0
     total = cfg.explore_episodes + cfg.noisy_expert_episodes + advised_episodes
@@ -99,7 +105,8 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int) -> list[tup
             pairs += record_demo(task, demo.competent(task, agent_seed), None, history_steps)
         else:
             advice = experience_block(true_advice(task))
-            pairs += record_demo(task, demo.advised(task, agent_seed), advice, history_steps)
+            pairs += record_demo(task, demo.advised(task, agent_seed), advice, history_steps,
+                                 follow_progress=follow_progress)
     return pairs
 
 
@@ -158,7 +165,10 @@ def run_warmup(params: EdgeParams, out_dir: Path | None = None) -> dict:
     started = time.perf_counter()
     policy = load_policy(params.policy, seed=params.seed, envs=[cfg.env])
     actor = Actor(policy)
-    pairs = demonstrations(cfg, params.policy.history_steps, params.seed)
+    # The advised episodes show the block as the runs will (bank.block_follows_progress): a small model
+    # reads a block in the format it was warm-started on (block_order.md; o25 in internalization.md).
+    follow = params.bank.block_follows_progress
+    pairs = demonstrations(cfg, params.policy.history_steps, params.seed, follow_progress=follow)
     generator = torch.Generator().manual_seed(params.seed)
     with Progress() as progress:
         losses = behaviour_clone(actor, pairs, cfg, generator, progress)
@@ -168,7 +178,8 @@ def run_warmup(params: EdgeParams, out_dir: Path | None = None) -> dict:
         tasks = generate_tasks(cfg.env, "test_seen", cfg.eval_episodes, params.seed)
         plain = evaluate(actor, tasks, params.seed)
         if has_oracle(cfg.env):
-            advised = evaluate(actor, tasks, params.seed, experience_for=true_advice_experience)
+            advised = evaluate(actor, tasks, params.seed, experience_for=true_advice_experience,
+                               follow_progress=follow)
             report |= {"plain_success": plain.success, "advised_success": advised.success,
                        "advice_gap": advised.success - plain.success,
                        "retention": retention(plain.success, advised.success),

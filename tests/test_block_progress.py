@@ -105,3 +105,22 @@ def test_a_run_with_the_option_passes_it_to_collection_evaluation_and_distillati
     assert seen["rollout"] == [True] and seen["distill"] == [True] and seen["shift"] == [True]
     with_advice = [follow for follow, experience_for in seen["evaluate"] if experience_for is not None]
     assert with_advice and set(with_advice) == {True}  # the plain evaluations have no block to follow
+
+
+
+def test_the_warm_starts_advised_episodes_show_the_block_as_the_runs_will():
+    from edge.config import WarmupConfig
+    from edge.warmup import demonstrators, record_demo
+
+    advised = demonstrators(WarmupConfig()).advised
+    heat = next(t for t in generate_tasks("household", "train", 50, 0)
+                if t.task_type == "pick_heat_then_place_in_recep")
+    block = experience_block(true_advice(heat))
+    whole = record_demo(heat, advised(heat, 7), block, history_steps=1)
+    following = record_demo(heat, advised(heat, 7), block, history_steps=1, follow_progress=True)
+    actions = [a for _, a in whole]
+    assert actions == [a for _, a in following] and actions  # the same (won) episode; only the prompts differ
+    assert {s.experience for s, _ in whole} == {block}
+    shown = [s.experience for s, _ in following]
+    assert shown == [block_after(block, heat, actions[:i]) for i in range(len(actions))]
+    assert None in shown and len(set(shown)) == 3  # the whole block, the step alone, then none

@@ -22,7 +22,7 @@ warmup: {env: household, explore_episodes: 4, noisy_expert_episodes: 2, advised_
          eval_episodes: 2, out_dir: checkpoints/base}
 rollout: {tasks_per_round: 2, group_size: 2, max_steps: 4}
 grpo: {epochs: 1, minibatches: 2}
-bank: {embedder: hash}
+bank: {embedder: hash, block_follows_progress: false}
 eval: {episodes: 2}
 train: {env: household, method: edge, rounds: 1, base_checkpoint: checkpoints/base, runs_dir: runs}
 """
