@@ -1,21 +1,26 @@
-"""How much of the episode the policy sees: GRPO and the oracle control at ``policy.history_steps`` = 1, 2, 3.
+"""Settings every method shares, which change the warm start too: GRPO and the oracle control under each.
 
-The household's observations never say what the agent holds: ``You arrive at tvstand 1. On the tvstand 1,
-you see ...``. With one past step in the prompt (the setting every run before session 28 used), two moves
-after ``take watch 1 from sidetable 2`` a policy cannot tell whether it is still looking for the watch or
-taking it to the target, and the failure reader's "not placed" (held, never put in the target) is a fifth
-of all episodes. This script measures the setting as a tuned baseline setting should be measured: each
-history length gets its own warm starts (the demonstrations are cloned with that many past steps in the
-prompt), GRPO is trained from them at the default budget, and optionally the oracle control with o23's
-update (``--oracle``), so that the method's lead over GRPO is read within one setting.
+Some settings cannot be compared on the learning benchmark's warm starts, because the warm start itself
+depends on them (its demonstrations are cloned in the prompt format the runs will use). Each such setting
+gets its own warm starts per seed, GRPO is trained from them at the default budget, and (``--oracle``) the
+oracle control with o23's update, so that the method's lead over GRPO is read within one setting and each
+is also compared with itself under the benchmark's settings (``reference``):
 
-    .venv/bin/python benchmarks/history_sweep.py --history 2 --history 3 --seed 0 ... --seed 4 [--oracle] [--jobs 2]
+- ``history2``, ``history3`` (``policy.history_steps``): the household's observations never say what the
+  agent holds (``You arrive at tvstand 1. On the tvstand 1, you see ...``). With one past step in the
+  prompt (every run before session 28), two steps after ``take watch 1 from sidetable 2`` a policy cannot
+  tell whether it is still looking for the watch or taking it to the target; "not placed" (held, never put
+  in the target) is a fifth of all episodes.
+- ``follow`` (``bank.block_follows_progress``): the block drops the find advice once the object is in
+  hand and the type's step once taken; the warm start's advised episodes are shown the block that way.
 
-History 1 is the learning benchmark's own runs (benchmarks/runs: warm starts and GRPO) and the sweep's o23
-(benchmarks/sweep/internalization/o23), which are that setting; the others run into
-benchmarks/sweep/history<h>/runs with ``edge bench learning`` (resumable: finished runs are skipped). Every
-run is evaluated on the same 400 household test_seen tasks and streams of its seed, so differences are paired
-by seed and, within a seed, by task. Writes benchmarks/results/history_sweep.{md,json}.
+    .venv/bin/python benchmarks/shared_settings.py --setting history2 --setting follow --seed 0 ... --seed 4 [--oracle]
+
+``reference`` is the learning benchmark's own runs (benchmarks/runs: warm starts and GRPO) and the sweep's
+o23 (benchmarks/sweep/internalization/o23); the others run into benchmarks/sweep/<setting>/runs with ``edge
+bench learning`` (resumable: finished runs are skipped). Every run is evaluated on the same 400 household
+test_seen tasks and streams of its seed, so differences are paired by seed and, within a seed, by task.
+Writes benchmarks/results/shared_settings.{md,json}.
 """
 
 from __future__ import annotations
@@ -42,8 +47,15 @@ from edge.envs.household.world import kind_of  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
 
 ROOT = Path("benchmarks/sweep")
-REFERENCE = 1
-"""The history length of the learning benchmark's runs and the sweep's (params.yaml before session 28)."""
+REFERENCE = "reference"
+"""The learning benchmark's settings (params.yaml): its own runs and the sweep's."""
+SETTINGS = {
+    REFERENCE: [],
+    "history2": ["policy.history_steps=2"],
+    "history3": ["policy.history_steps=3"],
+    "follow": ["bank.block_follows_progress=true"],
+}
+"""Each setting's overrides of params.yaml, for its warm starts and every run."""
 ORACLE_CONFIG = "o23"
 """The oracle control's update: the best plain policy of the internalization sweep."""
 SPLIT = "test_seen"
@@ -51,25 +63,20 @@ PLACING_TYPES = ("pick_and_place_simple", "pick_two_obj_and_place")
 """The types whose object goes straight from where it was taken to the target (the first object, for two)."""
 
 
-def runs_dir(history: int) -> Path:
-    return ROOT / f"history{history}" / "runs"
-
-
-def run_folder(history: int, method: str, seed: int) -> Path:
+def run_folder(setting: str, method: str, seed: int) -> Path:
     """Where one run is: the reference setting's runs are the benchmark's and the sweep's own."""
-    if history == REFERENCE:
+    if setting == REFERENCE:
         config = sweep.GRPO if method == sweep.GRPO else ORACLE_CONFIG
         return sweep.run_folder(config, seed, Path("benchmarks/runs"))
-    return runs_dir(history) / run_name("household", method, seed)
+    return ROOT / setting / "runs" / run_name("household", method, seed)
 
 
-def bench_config(history: int, methods: list[str], seeds: list[int], jobs: int) -> LearningBenchConfig:
-    """The runs of one history length: the learning benchmark's settings, household test_seen only, with
-    o23's update for the oracle control (GRPO does not read those fields)."""
+def bench_config(setting: str, methods: list[str], seeds: list[int], jobs: int) -> LearningBenchConfig:
+    """The runs of one setting: the learning benchmark's, household test_seen only, with o23's update for
+    the oracle control (GRPO does not read those fields)."""
     return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
-                               runs_dir=runs_dir(history), out_dir=ROOT / f"history{history}",
-                               name=f"learning_history{history}",
-                               extra=[f"policy.history_steps={history}", *sweep.CONFIGS[ORACLE_CONFIG][1]])
+                               runs_dir=ROOT / setting / "runs", out_dir=ROOT / setting, name=f"learning_{setting}",
+                               extra=[*SETTINGS[setting], *sweep.CONFIGS[ORACLE_CONFIG][1]])
 
 
 def final(run: dict, condition: str) -> float | None:
@@ -128,12 +135,12 @@ def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, di
     return {k: {"share": hits / moves, "moves": moves} for k, (hits, moves) in sorted(counts.items())}
 
 
-def report(histories: list[int], seeds: list[int], methods: list[str]) -> dict:
-    """Per history length: the warm start's and each method's final success (mean over seeds, Student-t),
-    the oracle control against GRPO, and each against the same method at the reference length."""
-    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods} for h in histories}
+def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
+    """Per setting: the warm start's and each method's final success (mean over seeds, Student-t), the
+    oracle control against GRPO, and each against the same method under the reference setting."""
+    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods} for h in settings}
     out = {}
-    for h in histories:
+    for h in settings:
         grpo = runs[h][sweep.GRPO]
         row = {"warm_start": t_interval_mean([base(r) for r in grpo.values()]).to_dict(),
                "grpo": t_interval_mean([final(r, "plain") for r in grpo.values()]).to_dict(),
@@ -151,7 +158,7 @@ def report(histories: list[int], seeds: list[int], methods: list[str]) -> dict:
             row["oracle_advice_minus_grpo"] = compare(oracle, grpo, "with_bank")
             if h != REFERENCE and REFERENCE in runs:
                 row["oracle_minus_reference"] = compare(oracle, runs[REFERENCE][sweep.ORACLE])
-        out[str(h)] = row
+        out[h] = row
     return out
 
 
@@ -162,22 +169,23 @@ def markdown(result: dict) -> str:
     def diff(e):
         return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
 
-    lines = ["# How much of the episode the policy sees (`policy.history_steps`)", "",
-             __doc__.split("\n\n")[1].replace("\n", " "), "",
+    intro, bullets = __doc__.split("\n\n")[1:3]
+    lines = ["# Settings every method shares, which change the warm start too", "", intro.replace("\n", " "), "",
+             *("- " + b.replace("\n  ", " ") for b in bullets.removeprefix("- ").split("\n- ")), "",
              f"Seeds {result['seeds']}; household {SPLIT}, 400 tasks a seed; {result['machine']}; "
              f"command: `{result['command']}`.", "",
              "Final success, mean over seeds; differences in points, paired by seed, Student-t 95% interval "
              "and the exact permutation p-value.", "",
-             "| history steps | warm start | GRPO | GRPO − GRPO at 1 | oracle (o23) plain | with the advice | "
-             "retention | oracle plain − GRPO | oracle plain − oracle at 1 |",
+             "| setting | warm start | GRPO | GRPO − reference GRPO | oracle (o23) plain | with the advice | "
+             "retention | oracle plain − GRPO | oracle plain − reference oracle |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for h, row in result["rows"].items():
         lines.append(f"| {h} | {pct(row['warm_start'])} | {pct(row['grpo'])} | {diff(row.get('grpo_minus_reference'))} "
                      f"| {pct(row.get('oracle_plain'))} | {pct(row.get('oracle_with_advice'))} "
                      f"| {pct(row.get('oracle_retention'))} | {diff(row.get('oracle_minus_grpo'))} "
                      f"| {diff(row.get('oracle_minus_reference'))} |")
-    lines += ["", "Per seed (points): GRPO − GRPO at 1, and oracle plain − GRPO.", "",
-              "| history steps | GRPO − GRPO at 1 | oracle plain − GRPO |", "| --- | --- | --- |"]
+    lines += ["", "Per seed (points): GRPO − reference GRPO, and oracle plain − GRPO.", "",
+              "| setting | GRPO − reference GRPO | oracle plain − GRPO |", "| --- | --- | --- |"]
     for h, row in result["rows"].items():
         cells = [" ".join(f"s{s} {100 * d:+.1f}" for s, d in row[k]["per_seed"].items()) if row.get(k) else "–"
                  for k in ("grpo_minus_reference", "oracle_minus_grpo")]
@@ -185,8 +193,8 @@ def markdown(result: dict) -> str:
     lines += ["", "Where GRPO's final policies go while holding the object (pick-and-place and the two-object "
               "type's first object, plain training episodes of the last two rounds, all seeds pooled): the share "
               "of `go to` moves that head to the target, by steps since the take. With one past step in the "
-              "prompt, the take is out of sight from the second step on.", "",
-              "| history steps | 1st step after the take | 2nd | 3rd and later |", "| --- | --- | --- | --- |"]
+              "prompt (the reference), the take is out of sight from the second step on.", "",
+              "| setting | 1st step after the take | 2nd | 3rd and later |", "| --- | --- | --- | --- |"]
     for h, row in result["rows"].items():
         heading = row["grpo_heading_to_target"]
         lines.append(f"| {h} | " + " | ".join(
@@ -197,25 +205,25 @@ def markdown(result: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--history", type=int, action="append", help="history lengths to compare (default 1 2 3)")
+    parser.add_argument("--setting", action="append", choices=[k for k in SETTINGS if k != REFERENCE],
+                        required=True, help="settings to compare with the reference (repeat)")
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--oracle", action="store_true", help="also the oracle control with o23's update")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--report-only", action="store_true", help="train nothing: tables from finished runs")
     args = parser.parse_args()
-    histories = sorted(set(args.history or [1, 2, 3]))
+    settings = [REFERENCE, *dict.fromkeys(args.setting)]
     methods = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
     if not args.report_only:
-        for h in histories:
-            if h != REFERENCE:
-                run_benchmark(bench_config(h, methods, args.seed, args.jobs), track=False)
-    command = ("benchmarks/history_sweep.py " + " ".join(f"--history {h}" for h in histories) + " "
+        for setting in settings[1:]:
+            run_benchmark(bench_config(setting, methods, args.seed, args.jobs), track=False)
+    command = ("benchmarks/shared_settings.py " + " ".join(f"--setting {h}" for h in settings[1:]) + " "
                + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else ""))
     result = {"seeds": args.seed, "machine": describe_machine(), "command": command,
-              "rows": report(histories, args.seed, methods)}
+              "rows": report(settings, args.seed, methods)}
     sweep.OUT.mkdir(parents=True, exist_ok=True)
-    (sweep.OUT / "history_sweep.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    (sweep.OUT / "history_sweep.md").write_text(markdown(result))
+    (sweep.OUT / "shared_settings.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    (sweep.OUT / "shared_settings.md").write_text(markdown(result))
     print(markdown(result))
 
 

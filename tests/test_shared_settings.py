@@ -1,0 +1,73 @@
+"""benchmarks/shared_settings.py: which runs each setting reads, and what it pairs with what."""
+
+from pathlib import Path
+
+import pytest
+from benchmark_scripts import load
+
+from edge.envs.base import Task
+from edge.policy.actor import Decision
+from edge.rollout import StepRecord, Trajectory
+
+
+@pytest.fixture(scope="module")
+def shared():
+    return load("shared_settings")
+
+
+def test_the_reference_is_the_benchmark_and_the_sweeps_own_runs_and_the_others_their_own_folders(shared):
+    assert shared.run_folder("reference", "grpo", 2) == Path("benchmarks/runs/household-grpo-s2")
+    assert shared.run_folder("reference", "edge-oracle-bank", 0) == Path(
+        "benchmarks/sweep/internalization/o23/household-edge-oracle-bank-s0")
+    assert shared.run_folder("history3", "grpo", 4) == Path("benchmarks/sweep/history3/runs/household-grpo-s4")
+
+
+def test_a_settings_runs_differ_from_the_benchmarks_only_in_the_setting_and_o23s_update(shared):
+    cfg = shared.bench_config("history3", ["grpo", "edge-oracle-bank"], [0, 1], jobs=2)
+    assert cfg.extra == ["policy.history_steps=3", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0",
+                         "distill.states=both"]
+    assert shared.bench_config("follow", ["grpo"], [0], jobs=2).extra[0] == "bank.block_follows_progress=true"
+    assert cfg.runs_dir == Path("benchmarks/sweep/history3/runs") and cfg.splits == ["test_seen"]
+    assert cfg.budget == 1.0 and cfg.eval_episodes == 400
+
+
+def test_report_pairs_each_method_with_grpo_of_its_setting_and_with_itself_in_the_reference(shared, monkeypatch):
+    # Success = history/10 + (0.1 for the oracle) + seed/100, so every difference is known exactly.
+    def fake_run(folder: Path, splits):
+        h = 1 if "history" not in str(folder) else int(str(folder).split("history")[1][0])
+        oracle = "oracle" in folder.name
+        seed = int(folder.name.rsplit("-s", 1)[1])
+        plain = h / 10 + (0.1 if oracle else 0.0) + seed / 100
+        tasks = {"plain": {"t0": True, "t1": False}, "with_bank": {"t0": True, "t1": True}}
+        return {"final": {"test_seen_plain": plain, "test_seen_with_bank": plain + 0.05,
+                          "test_seen_retention": plain / (plain + 0.05)},
+                "final_tasks": {"test_seen": tasks}, "curve": [{"test_seen_plain": h / 20}]}
+
+    monkeypatch.setattr(shared, "read_run", fake_run)
+    rows = shared.report(["reference", "history3"], [0, 1], ["grpo", "edge-oracle-bank"])
+    h3, ref = rows["history3"], rows["reference"]
+    assert h3["grpo"]["mean"] == pytest.approx(0.305)
+    assert h3["grpo_minus_reference"]["per_seed"] == pytest.approx({"0": 0.2, "1": 0.2})
+    assert h3["warm_start_minus_reference"]["mean"] == pytest.approx(0.1)
+    assert h3["oracle_minus_grpo"]["per_seed"] == pytest.approx({"0": 0.1, "1": 0.1})
+    assert h3["oracle_advice_minus_grpo"]["mean"] == pytest.approx(0.15)
+    assert h3["oracle_minus_reference"]["mean"] == pytest.approx(0.2)
+    assert "grpo_minus_reference" not in ref and ref["oracle_minus_grpo"]["mean"] == pytest.approx(0.1)
+    table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
+    assert "| history3 | 15.0% | 30.5% | +20.0 [+20.0, +20.0]" in table
+    assert "- ``follow`` (``bank.block_follows_progress``)" in table  # each setting is described
+
+
+def trajectory(goal_type: str, actions: list[str]) -> Trajectory:
+    task = Task("household", "train", "t0", goal_type, "put a watch in tvstand.",
+                {"goal": {"object": "watch", "tool": None, "target": "tvstand", "type": goal_type}})
+    steps = [StepRecord(f"obs {i}", [], Decision(a, [], None, 0, None, [0.0])) for i, a in enumerate(actions)]
+    return Trajectory("t0/m0", task, "t0", 0, False, None, steps)
+
+
+def test_moves_after_take_count_from_the_take_to_the_first_put_and_only_for_placing_types(shared):
+    actions = ["go to drawer 1", "take watch 1 from drawer 1", "go to sofa 1", "examine sofa 1", "go to tvstand 1",
+               "put watch 1 in/on tvstand 1", "go to sofa 1"]
+    assert shared.moves_after_take(trajectory("pick_and_place_simple", actions)) == [(1, False), (3, True)]
+    assert shared.moves_after_take(trajectory("pick_and_place_simple", actions[:1])) == []  # never taken
+    assert shared.moves_after_take(trajectory("look_at_obj_in_light", actions)) == []
