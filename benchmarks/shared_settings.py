@@ -45,6 +45,7 @@ from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
 from edge.envs.household.world import kind_of  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
+from edge.runs import run_status  # noqa: E402
 
 ROOT = Path("benchmarks/sweep")
 REFERENCE = "reference"
@@ -77,6 +78,10 @@ def bench_config(setting: str, methods: list[str], seeds: list[int], jobs: int) 
     return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
                                runs_dir=ROOT / setting / "runs", out_dir=ROOT / setting, name=f"learning_{setting}",
                                extra=[*SETTINGS[setting], *sweep.CONFIGS[ORACLE_CONFIG][1]])
+
+
+def finished(folder: Path) -> bool:
+    return folder.is_dir() and run_status(folder).state == "finished"
 
 
 def final(run: dict, condition: str) -> float | None:
@@ -138,7 +143,8 @@ def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, di
 def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
     """Per setting: the warm start's and each method's final success (mean over seeds, Student-t), the
     oracle control against GRPO, and each against the same method under the reference setting."""
-    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods} for h in settings}
+    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods
+                if m == sweep.GRPO or all(finished(run_folder(h, m, s)) for s in seeds)} for h in settings}
     out = {}
     for h in settings:
         grpo = runs[h][sweep.GRPO]
@@ -149,14 +155,14 @@ def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
             row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO])
             row["warm_start_minus_reference"] = paired_difference(
                 [base(grpo[s]) for s in seeds], [base(runs[REFERENCE][sweep.GRPO][s]) for s in seeds], seeds)
-        if sweep.ORACLE in methods:
+        if sweep.ORACLE in runs[h]:  # a setting whose oracle control has not run every seed has no oracle row
             oracle = runs[h][sweep.ORACLE]
             row["oracle_plain"] = t_interval_mean([final(r, "plain") for r in oracle.values()]).to_dict()
             row["oracle_with_advice"] = t_interval_mean([final(r, "with_bank") for r in oracle.values()]).to_dict()
             row["oracle_retention"] = t_interval_mean([final(r, "retention") for r in oracle.values()]).to_dict()
             row["oracle_minus_grpo"] = compare(oracle, grpo)
             row["oracle_advice_minus_grpo"] = compare(oracle, grpo, "with_bank")
-            if h != REFERENCE and REFERENCE in runs:
+            if h != REFERENCE and sweep.ORACLE in runs.get(REFERENCE, {}):
                 row["oracle_minus_reference"] = compare(oracle, runs[REFERENCE][sweep.ORACLE])
         out[h] = row
     return out

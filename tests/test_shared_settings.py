@@ -44,6 +44,7 @@ def test_report_pairs_each_method_with_grpo_of_its_setting_and_with_itself_in_th
                 "final_tasks": {"test_seen": tasks}, "curve": [{"test_seen_plain": h / 20}]}
 
     monkeypatch.setattr(shared, "read_run", fake_run)
+    monkeypatch.setattr(shared, "finished", lambda folder: True)
     rows = shared.report(["reference", "history3"], [0, 1], ["grpo", "edge-oracle-bank"])
     h3, ref = rows["history3"], rows["reference"]
     assert h3["grpo"]["mean"] == pytest.approx(0.305)
@@ -56,6 +57,12 @@ def test_report_pairs_each_method_with_grpo_of_its_setting_and_with_itself_in_th
     table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
     assert "| history3 | 15.0% | 30.5% | +20.0 [+20.0, +20.0]" in table
     assert "- ``follow`` (``bank.block_follows_progress``)" in table  # each setting is described
+    # A setting whose oracle control has not finished every seed gets GRPO's row only.
+    monkeypatch.setattr(shared, "finished", lambda folder: "history3" not in str(folder))
+    rows = shared.report(["reference", "history3"], [0, 1], ["grpo", "edge-oracle-bank"])
+    assert "oracle_plain" not in rows["history3"] and rows["history3"]["grpo_minus_reference"]
+    assert "| history3 | 15.0% | 30.5% | +20.0 [+20.0, +20.0] (p 0.500) | – |" in shared.markdown(
+        {"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
 
 
 def trajectory(goal_type: str, actions: list[str]) -> Trajectory:
