@@ -1,10 +1,11 @@
-"""Settings every method shares, which change the warm start too: GRPO and the oracle control under each.
+"""Settings every method shares, which change the warm start too: GRPO, the oracle control and EDGE under each.
 
 Some settings cannot be compared on the learning benchmark's warm starts, because the warm start itself
 depends on them (its demonstrations are cloned in the prompt format the runs will use). Each such setting
-gets its own warm starts per seed, GRPO is trained from them at the default budget, and (``--oracle``) the
-oracle control with o23's update, so that the method's lead over GRPO is read within one setting and each
-is also compared with itself under the benchmark's settings (``reference``):
+gets its own warm starts per seed, GRPO is trained from them at the default budget, and the oracle control
+with o23's update (``--oracle``) and EDGE with e22's bank (``--edge``), so that a method's lead over GRPO is
+read within one setting and each is also compared with itself under the benchmark's settings
+(``reference``):
 
 - ``history2``, ``history3`` (``policy.history_steps``): the household's observations never say what the
   agent holds (``You arrive at tvstand 1. On the tvstand 1, you see ...``). With one past step in the
@@ -14,10 +15,10 @@ is also compared with itself under the benchmark's settings (``reference``):
 - ``follow`` (``bank.block_follows_progress``): the block drops the find advice once the object is in
   hand and the type's step once taken; the warm start's advised episodes are shown the block that way.
 
-    .venv/bin/python benchmarks/shared_settings.py --setting history2 --setting follow --seed 0 ... --seed 4 [--oracle]
+    .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
 
 ``reference`` is the learning benchmark's own runs (benchmarks/runs: warm starts and GRPO) and the sweep's
-o23 (benchmarks/sweep/internalization/o23); the others run into benchmarks/sweep/<setting>/runs with ``edge
+o23 and e22 (benchmarks/sweep/internalization/); the others run into benchmarks/sweep/<setting>/runs with ``edge
 bench learning`` (resumable: finished runs are skipped). Every run is evaluated on the same 400 household
 test_seen tasks and streams of its seed, so differences are paired by seed and, within a seed, by task.
 Writes benchmarks/results/shared_settings.{md,json}.
@@ -57,27 +58,32 @@ SETTINGS = {
     "follow": ["bank.block_follows_progress=true"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
-ORACLE_CONFIG = "o23"
-"""The oracle control's update: the best plain policy of the internalization sweep."""
+UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
+"""Each method with experience runs as its best row of the internalization sweep: the oracle control with
+o23's update, EDGE with e22's bank. GRPO runs beside the oracle control (it reads none of o23's fields)."""
 SPLIT = "test_seen"
 PLACING_TYPES = ("pick_and_place_simple", "pick_two_obj_and_place")
 """The types whose object goes straight from where it was taken to the target (the first object, for two)."""
 
 
 def run_folder(setting: str, method: str, seed: int) -> Path:
-    """Where one run is: the reference setting's runs are the benchmark's and the sweep's own."""
+    """Where one run is: the reference setting's runs are the benchmark's (GRPO) and the sweep's own."""
     if setting == REFERENCE:
-        config = sweep.GRPO if method == sweep.GRPO else ORACLE_CONFIG
-        return sweep.run_folder(config, seed, Path("benchmarks/runs"))
+        return sweep.run_folder(UPDATES.get(method, sweep.GRPO), seed, Path("benchmarks/runs"))
     return ROOT / setting / "runs" / run_name("household", method, seed)
 
 
 def bench_config(setting: str, methods: list[str], seeds: list[int], jobs: int) -> LearningBenchConfig:
-    """The runs of one setting: the learning benchmark's, household test_seen only, with o23's update for
-    the oracle control (GRPO does not read those fields)."""
+    """The runs of one setting and one update (``UPDATES``): the learning benchmark's settings, household
+    test_seen only. GRPO runs with the oracle control's overrides, which it does not read."""
+    update = "edge" if "edge" in methods else sweep.ORACLE
+    if update == "edge" and len(methods) > 1:
+        raise ValueError("EDGE runs with e22's overrides, apart from GRPO and the oracle control")
+    suffix = "_edge" if update == "edge" else ""
     return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
-                               runs_dir=ROOT / setting / "runs", out_dir=ROOT / setting, name=f"learning_{setting}",
-                               extra=[*SETTINGS[setting], *sweep.CONFIGS[ORACLE_CONFIG][1]])
+                               runs_dir=ROOT / setting / "runs", out_dir=ROOT / setting,
+                               name=f"learning_{setting}{suffix}",
+                               extra=[*SETTINGS[setting], *sweep.CONFIGS[UPDATES[update]][1]])
 
 
 def finished(folder: Path) -> bool:
@@ -142,7 +148,7 @@ def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, di
 
 def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
     """Per setting: the warm start's and each method's final success (mean over seeds, Student-t), the
-    oracle control against GRPO, and each against the same method under the reference setting."""
+    methods with experience against GRPO, and each method against itself under the reference setting."""
     runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods
                 if m == sweep.GRPO or all(finished(run_folder(h, m, s)) for s in seeds)} for h in settings}
     out = {}
@@ -155,15 +161,17 @@ def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
             row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO])
             row["warm_start_minus_reference"] = paired_difference(
                 [base(grpo[s]) for s in seeds], [base(runs[REFERENCE][sweep.GRPO][s]) for s in seeds], seeds)
-        if sweep.ORACLE in runs[h]:  # a setting whose oracle control has not run every seed has no oracle row
-            oracle = runs[h][sweep.ORACLE]
-            row["oracle_plain"] = t_interval_mean([final(r, "plain") for r in oracle.values()]).to_dict()
-            row["oracle_with_advice"] = t_interval_mean([final(r, "with_bank") for r in oracle.values()]).to_dict()
-            row["oracle_retention"] = t_interval_mean([final(r, "retention") for r in oracle.values()]).to_dict()
-            row["oracle_minus_grpo"] = compare(oracle, grpo)
-            row["oracle_advice_minus_grpo"] = compare(oracle, grpo, "with_bank")
-            if h != REFERENCE and sweep.ORACLE in runs.get(REFERENCE, {}):
-                row["oracle_minus_reference"] = compare(oracle, runs[REFERENCE][sweep.ORACLE])
+        for method, key in ((sweep.ORACLE, "oracle"), ("edge", "edge")):
+            if method not in runs[h]:  # not asked for, or not finished on every seed: no row
+                continue
+            ours = runs[h][method]
+            row[f"{key}_plain"] = t_interval_mean([final(r, "plain") for r in ours.values()]).to_dict()
+            row[f"{key}_with_bank"] = t_interval_mean([final(r, "with_bank") for r in ours.values()]).to_dict()
+            row[f"{key}_retention"] = t_interval_mean([final(r, "retention") for r in ours.values()]).to_dict()
+            row[f"{key}_minus_grpo"] = compare(ours, grpo)
+            row[f"{key}_with_bank_minus_grpo"] = compare(ours, grpo, "with_bank")
+            if h != REFERENCE and method in runs.get(REFERENCE, {}):
+                row[f"{key}_minus_reference"] = compare(ours, runs[REFERENCE][method])
         out[h] = row
     return out
 
@@ -182,20 +190,28 @@ def markdown(result: dict) -> str:
              f"command: `{result['command']}`.", "",
              "Final success, mean over seeds; differences in points, paired by seed, Student-t 95% interval "
              "and the exact permutation p-value.", "",
-             "| setting | warm start | GRPO | GRPO − reference GRPO | oracle (o23) plain | with the advice | "
-             "retention | oracle plain − GRPO | oracle plain − reference oracle |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| setting | warm start | GRPO | GRPO − reference GRPO |", "| --- | --- | --- | --- |"]
     for h, row in result["rows"].items():
-        lines.append(f"| {h} | {pct(row['warm_start'])} | {pct(row['grpo'])} | {diff(row.get('grpo_minus_reference'))} "
-                     f"| {pct(row.get('oracle_plain'))} | {pct(row.get('oracle_with_advice'))} "
-                     f"| {pct(row.get('oracle_retention'))} | {diff(row.get('oracle_minus_grpo'))} "
-                     f"| {diff(row.get('oracle_minus_reference'))} |")
-    lines += ["", "Per seed (points): GRPO − reference GRPO, and oracle plain − GRPO.", "",
-              "| setting | GRPO − reference GRPO | oracle plain − GRPO |", "| --- | --- | --- |"]
+        lines.append(f"| {h} | {pct(row['warm_start'])} | {pct(row['grpo'])} "
+                     f"| {diff(row.get('grpo_minus_reference'))} |")
+    lines += ["", "The methods with experience (oracle: the oracle control with o23's update; EDGE: its own bank "
+              "as e22), against GRPO of the same setting and against themselves in the reference.", "",
+              "| setting | method | plain | with the advice / bank | retention | plain − GRPO "
+              "| with − GRPO's plain | plain − reference |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key, name in (("oracle", "oracle (o23)"), ("edge", "EDGE (e22)")):
+        for h, row in result["rows"].items():
+            if f"{key}_plain" in row:
+                lines.append(f"| {h} | {name} | {pct(row[f'{key}_plain'])} | {pct(row[f'{key}_with_bank'])} "
+                             f"| {pct(row[f'{key}_retention'])} | {diff(row[f'{key}_minus_grpo'])} "
+                             f"| {diff(row[f'{key}_with_bank_minus_grpo'])} "
+                             f"| {diff(row.get(f'{key}_minus_reference'))} |")
+    lines += ["", "Per seed (points): GRPO − reference GRPO, and each method's plain − GRPO.", "",
+              "| setting | GRPO − reference GRPO | oracle plain − GRPO | EDGE plain − GRPO |",
+              "| --- | --- | --- | --- |"]
     for h, row in result["rows"].items():
         cells = [" ".join(f"s{s} {100 * d:+.1f}" for s, d in row[k]["per_seed"].items()) if row.get(k) else "–"
-                 for k in ("grpo_minus_reference", "oracle_minus_grpo")]
-        lines.append(f"| {h} | {cells[0]} | {cells[1]} |")
+                 for k in ("grpo_minus_reference", "oracle_minus_grpo", "edge_minus_grpo")]
+        lines.append(f"| {h} | " + " | ".join(cells) + " |")
     lines += ["", "Where GRPO's final policies go while holding the object (pick-and-place and the two-object "
               "type's first object, plain training episodes of the last two rounds, all seeds pooled): the share "
               "of `go to` moves that head to the target, by steps since the take. With one past step in the "
@@ -215,18 +231,22 @@ def main() -> None:
                         required=True, help="settings to compare with the reference (repeat)")
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--oracle", action="store_true", help="also the oracle control with o23's update")
+    parser.add_argument("--edge", action="store_true", help="also EDGE with e22's bank")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--report-only", action="store_true", help="train nothing: tables from finished runs")
     args = parser.parse_args()
     settings = [REFERENCE, *dict.fromkeys(args.setting)]
-    methods = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
+    with_grpo = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
     if not args.report_only:
         for setting in settings[1:]:
-            run_benchmark(bench_config(setting, methods, args.seed, args.jobs), track=False)
+            run_benchmark(bench_config(setting, with_grpo, args.seed, args.jobs), track=False)
+            if args.edge:
+                run_benchmark(bench_config(setting, ["edge"], args.seed, args.jobs), track=False)
     command = ("benchmarks/shared_settings.py " + " ".join(f"--setting {h}" for h in settings[1:]) + " "
-               + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else ""))
+               + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else "")
+               + (" --edge" if args.edge else ""))
     result = {"seeds": args.seed, "machine": describe_machine(), "command": command,
-              "rows": report(settings, args.seed, methods)}
+              "rows": report(settings, args.seed, with_grpo + (["edge"] if args.edge else []))}
     sweep.OUT.mkdir(parents=True, exist_ok=True)
     (sweep.OUT / "shared_settings.json").write_text(json.dumps(result, indent=1, sort_keys=True))
     (sweep.OUT / "shared_settings.md").write_text(markdown(result))

@@ -27,6 +27,11 @@ def test_a_settings_runs_differ_from_the_benchmarks_only_in_the_setting_and_o23s
     assert cfg.extra == ["policy.history_steps=3", "bank.conditioned_pg=own-and-plain", "distill.anchor=1.0",
                          "distill.states=both"]
     assert shared.bench_config("follow", ["grpo"], [0], jobs=2).extra[0] == "bank.block_follows_progress=true"
+    edge = shared.bench_config("follow", ["edge"], [0], jobs=2)  # e22's bank, its own report
+    assert edge.extra[1:] == shared.sweep.CONFIGS["e22"][1] and edge.name == "learning_follow_edge"
+    with pytest.raises(ValueError):
+        shared.bench_config("follow", ["grpo", "edge"], [0], jobs=2)
+    assert shared.run_folder("reference", "edge", 1) == Path("benchmarks/sweep/internalization/e22/household-edge-s1")
     assert cfg.runs_dir == Path("benchmarks/sweep/history3/runs") and cfg.splits == ["test_seen"]
     assert cfg.budget == 1.0 and cfg.eval_episodes == 400
 
@@ -51,18 +56,19 @@ def test_report_pairs_each_method_with_grpo_of_its_setting_and_with_itself_in_th
     assert h3["grpo_minus_reference"]["per_seed"] == pytest.approx({"0": 0.2, "1": 0.2})
     assert h3["warm_start_minus_reference"]["mean"] == pytest.approx(0.1)
     assert h3["oracle_minus_grpo"]["per_seed"] == pytest.approx({"0": 0.1, "1": 0.1})
-    assert h3["oracle_advice_minus_grpo"]["mean"] == pytest.approx(0.15)
+    assert h3["oracle_with_bank_minus_grpo"]["mean"] == pytest.approx(0.15)
     assert h3["oracle_minus_reference"]["mean"] == pytest.approx(0.2)
     assert "grpo_minus_reference" not in ref and ref["oracle_minus_grpo"]["mean"] == pytest.approx(0.1)
     table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
     assert "| history3 | 15.0% | 30.5% | +20.0 [+20.0, +20.0]" in table
+    assert "| history3 | oracle (o23) | 40.5% | 45.5% |" in table
     assert "- ``follow`` (``bank.block_follows_progress``)" in table  # each setting is described
     # A setting whose oracle control has not finished every seed gets GRPO's row only.
     monkeypatch.setattr(shared, "finished", lambda folder: "history3" not in str(folder))
     rows = shared.report(["reference", "history3"], [0, 1], ["grpo", "edge-oracle-bank"])
     assert "oracle_plain" not in rows["history3"] and rows["history3"]["grpo_minus_reference"]
-    assert "| history3 | 15.0% | 30.5% | +20.0 [+20.0, +20.0] (p 0.500) | – |" in shared.markdown(
-        {"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
+    table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "rows": rows})
+    assert "| history3 | oracle" not in table and "| reference | oracle (o23) |" in table
 
 
 def trajectory(goal_type: str, actions: list[str]) -> Trajectory:
