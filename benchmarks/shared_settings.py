@@ -14,6 +14,9 @@ read within one setting and each is also compared with itself under the benchmar
   in the target) is a fifth of all episodes.
 - ``follow`` (``bank.block_follows_progress``): the block drops the find advice once the object is in
   hand and the type's step once taken; the warm start's advised episodes are shown the block that way.
+- ``experts`` (``warmup.noisy_expert_episodes`` 150 instead of 30): ``follow``'s warm start also clones what
+  the advised demonstrator does after the take with a plain prompt; more plain demonstrations by the competent
+  demonstrator ask whether that alone is what helps.
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
 
@@ -56,6 +59,7 @@ SETTINGS = {
     "history2": ["policy.history_steps=2"],
     "history3": ["policy.history_steps=3"],
     "follow": ["bank.block_follows_progress=true"],
+    "experts": ["warmup.noisy_expert_episodes=150"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
 UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
