@@ -267,7 +267,11 @@ class BankConfig(_Section):
     stays as retrieved for the whole episode (the spec). The household's find advice names where the
     object lies, and an agent that holds it and no longer sees the take in its prompt goes back there
     (step_probe_o23_place_xeon10.md). The distillation's teacher sees the block as the episode would
-    have at each state, and no sample is made where it would be empty."""
+    have at each state, and no sample is made where it would be empty. The warm start's advised
+    episodes are shown the block the same way, so the field changes every method's warm start. Measured
+    (session 28, five seeds): on warm starts that never saw such a block the oracle control loses 5.3
+    points (o25 in internalization.md); from warm starts taught it GRPO ends 16.8 points higher and leads
+    the oracle control and EDGE (benchmarks/results/shared_settings.md). Off until ten seeds decide."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by
