@@ -29,6 +29,10 @@ def test_household_stages_are_done_by_the_take_the_transform_the_lamp_and_the_se
     two = household_task("pick_two_obj_and_place", count=2)
     assert done(two, ["take apple 1 from countertop 1", "put apple 1 in/on fridge 1"]) == set()  # one more to find
     assert done(two, ["take apple 1 from countertop 1", "take apple 2 from table 1"]) == {0, 2}
+    del two.spec["goal"]["count"]  # as ALFWorld's goals come: the type says how many
+    assert done(two, ["take apple 1 from countertop 1"]) == set()
+    alfworld = Task("alfworld", "train", "t1", "pick_two_obj_and_place", "a task.", {"goal": dict(two.spec["goal"])})
+    assert knowledge("alfworld").stages_done(alfworld, ["take apple 1 from a 1", "take apple 2 from b 1"]) == {0, 2}
 
 
 def test_a_block_reads_back_into_its_entries_and_loses_those_of_completed_stages():

@@ -342,7 +342,9 @@ class RoomKnowledge(Knowledge):
         goal = task.spec["goal"]
         taken = [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == goal["object"]]
         done = set()
-        if len(taken) >= goal.get("count", 1):
+        # ALFWorld's goals do not say how many objects; only its two-object type needs two.
+        needed = goal.get("count", 2 if goal["type"] == "pick_two_obj_and_place" else 1)
+        if len(taken) >= needed:
             done |= {0, 2} if goal["type"] == "pick_two_obj_and_place" else {0}
         verb = TRANSFORM.get(goal["type"])
         if verb and any(a.startswith(f"{verb} ") for a in actions):
