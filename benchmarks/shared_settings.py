@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's configurations and where their runs are
 import internalization_sweep as sweep  # noqa: E402
+from step_probe import carried_states  # noqa: E402  (the steps at which a placing type's object is carried)
 
 from edge.benchmarking.learning import (  # noqa: E402
     LearningBenchConfig,
@@ -66,8 +67,6 @@ UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
 """Each method with experience runs as its best row of the internalization sweep: the oracle control with
 o23's update, EDGE with e22's bank. GRPO runs beside the oracle control (it reads none of o23's fields)."""
 SPLIT = "test_seen"
-PLACING_TYPES = ("pick_and_place_simple", "pick_two_obj_and_place")
-"""The types whose object goes straight from where it was taken to the target (the first object, for two)."""
 
 
 def run_folder(setting: str, method: str, seed: int) -> Path:
@@ -116,22 +115,13 @@ def compare(ours: dict[int, dict], theirs: dict[int, dict], condition: str = "pl
 
 
 def moves_after_take(traj: Trajectory) -> list[tuple[int, bool]]:
-    """For a placing type's episode: each ``go to`` between taking the task's object and first putting it
-    down, as (steps since the take, 1 for the step right after it; whether it heads to the target's kind)."""
-    goal = traj.task.spec["goal"]
-    if goal["type"] not in PLACING_TYPES:
-        return []
-    out, taken_at = [], None
-    for i, step in enumerate(traj.steps):
-        action = step.decision.action
-        if taken_at is None:
-            if action.split()[:2] == ["take", goal["object"]]:
-                taken_at = i
-        elif action.startswith("put "):
-            break
-        elif action.startswith("go to "):
-            out.append((i - taken_at, kind_of(action[len("go to "):]) == goal["target"]))
-    return out
+    """For a placing type's episode: each ``go to`` while the task's object is carried (step_probe's
+    ``carried_states``: from the take to the first put), as (steps since the take, 1 for the step right
+    after it; whether it heads to the target's kind)."""
+    carried = carried_states(traj)
+    target = traj.task.spec["goal"]["target"]
+    return [(i - carried[0] + 1, kind_of(action[len("go to "):]) == target) for i in carried
+            if (action := traj.steps[i].decision.action).startswith("go to ")]
 
 
 def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, dict]:

@@ -77,11 +77,16 @@ def advised_receptacle_kinds(advice: list[str]) -> list[str]:
 
 
 # ----- reading a round ---------------------------------------------------------------------------
+def takes_of(actions: list[str], object_kind: str) -> list[str]:
+    """The actions that take an object of ``object_kind`` ("take apple 1 from fridge 1"), in order."""
+    return [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == object_kind]
+
+
 def failure_pattern(traj: Trajectory) -> str:
     """How a lost episode failed, read off its actions: the first step of the goal it never did."""
     goal = traj.task.spec["goal"]
     actions = [s.decision.action for s in traj.steps]
-    took = [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == goal["object"]]
+    took = takes_of(actions, goal["object"])
     if not took:
         return "not_found"
     if goal["type"] == "look_at_obj_in_light":
@@ -340,7 +345,7 @@ class RoomKnowledge(Knowledge):
         them; the transformation (1) once the type's verb was applied, the lamp (1) once used after the
         take. Generic advice (3) is never done."""
         goal = task.spec["goal"]
-        taken = [a for a in actions if a.startswith("take ") and kind_of(a[5:].split(" from ")[0]) == goal["object"]]
+        taken = takes_of(actions, goal["object"])
         done = set()
         # ALFWorld's goals do not say how many objects; only its two-object type needs two.
         needed = goal.get("count", 2 if goal["type"] == "pick_two_obj_and_place" else 1)
