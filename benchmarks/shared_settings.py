@@ -17,6 +17,9 @@ read within one setting and each is also compared with itself under the benchmar
 - ``experts`` (``warmup.noisy_expert_episodes`` 150 instead of 30): ``follow``'s warm start also clones what
   the advised demonstrator does after the take with a plain prompt; more plain demonstrations by the competent
   demonstrator ask whether that alone is what helps.
+- ``experts300`` (300): how far more of them carry GRPO, and whether the advice still adds anything to a warm
+  start that has seen where objects lie in twice as many episodes. The settings that change only this field
+  are drawn against it in shared_settings_experts.png.
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
 
@@ -32,7 +35,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
+
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's configurations and where their runs are
 import internalization_sweep as sweep  # noqa: E402
@@ -47,8 +53,11 @@ from edge.benchmarking.learning import (  # noqa: E402
     signed_points,
 )
 from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.benchmarking.split_eval import final_evaluation  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
+from edge.config import load_params  # noqa: E402
 from edge.envs.household.world import kind_of  # noqa: E402
+from edge.plots import curves_plot  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
 from edge.runs import run_status  # noqa: E402
 
@@ -61,12 +70,27 @@ SETTINGS = {
     "history3": ["policy.history_steps=3"],
     "follow": ["bank.block_follows_progress=true"],
     "experts": ["warmup.noisy_expert_episodes=150"],
+    "experts300": ["warmup.noisy_expert_episodes=300"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
 UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
 """Each method with experience runs as its best row of the internalization sweep: the oracle control with
 o23's update, EDGE with e22's bank. GRPO runs beside the oracle control (it reads none of o23's fields)."""
 SPLIT = "test_seen"
+"""The split the runs evaluate while training; ``--split`` evaluates their final policies on another too."""
+EPISODES = 400
+EXPERT_FIELD = "warmup.noisy_expert_episodes"
+
+
+def expert_episodes(setting: str) -> int | None:
+    """The warm start's plain demonstrations by the competent demonstrator, for the settings that change
+    nothing else (the reference: params.yaml's); None for a setting that changes something else."""
+    if setting == REFERENCE:
+        return load_params().warmup.noisy_expert_episodes
+    overrides = SETTINGS[setting]
+    if len(overrides) == 1 and overrides[0].startswith(EXPERT_FIELD + "="):
+        return int(overrides[0].split("=", 1)[1])
+    return None
 
 
 def run_folder(setting: str, method: str, seed: int) -> Path:
@@ -93,12 +117,12 @@ def finished(folder: Path) -> bool:
     return folder.is_dir() and run_status(folder).state == "finished"
 
 
-def final(run: dict, condition: str) -> float | None:
-    return run["final"].get(f"{SPLIT}_{condition}")
+def final(run: dict, condition: str, split: str = SPLIT) -> float | None:
+    return run["final"].get(f"{split}_{condition}")
 
 
-def outcomes(run: dict, condition: str) -> dict | None:
-    return run["final_tasks"].get(SPLIT, {}).get(condition)
+def outcomes(run: dict, condition: str, split: str = SPLIT) -> dict | None:
+    return run["final_tasks"].get(split, {}).get(condition)
 
 
 def base(run: dict) -> float:
@@ -106,12 +130,34 @@ def base(run: dict) -> float:
 
 
 def compare(ours: dict[int, dict], theirs: dict[int, dict], condition: str = "plain",
-            their_condition: str = "plain") -> dict:
+            their_condition: str = "plain", split: str = SPLIT) -> dict:
     """Paired by seed (and by task within a seed) over the seeds both have."""
     seeds = sorted(set(ours) & set(theirs))
-    return paired_difference([final(ours[s], condition) for s in seeds],
-                             [final(theirs[s], their_condition) for s in seeds], seeds,
-                             [(outcomes(ours[s], condition), outcomes(theirs[s], their_condition)) for s in seeds])
+    return paired_difference([final(ours[s], condition, split) for s in seeds],
+                             [final(theirs[s], their_condition, split) for s in seeds], seeds,
+                             [(outcomes(ours[s], condition, split), outcomes(theirs[s], their_condition, split))
+                              for s in seeds])
+
+
+def split_evals(setting: str) -> Path:
+    """Where a setting's evaluations on another split are kept; the reference's are the sweep's own
+    (split_table.py's), so that its runs are not evaluated twice."""
+    return sweep.ROOT / "split-evals" if setting == REFERENCE else ROOT / setting / "split-evals"
+
+
+def evaluated_on(setting: str, method: str, seed: int, split: str) -> dict:
+    """A finished run's final policy on ``split`` (400 tasks, ``edge.benchmarking.split_eval``: its own bank
+    settings and final bank, the same tasks and streams for every run of a seed), shaped as ``read_run``'s
+    final evaluation so that ``report`` reads both alike."""
+    folder = run_folder(setting, method, seed)
+    started = time.perf_counter()
+    ev = final_evaluation(folder, split, EPISODES, cache_dir=split_evals(setting))
+    print(f"{setting} {method} seed {seed} on {split}: plain {ev['plain']['success']:.1%} "
+          f"({time.perf_counter() - started:.0f} s)", flush=True)
+    conditions = [c for c in ("plain", "with_bank") if c in ev]
+    return {"final": {f"{split}_{c}": ev[c]["success"] for c in conditions}
+            | ({f"{split}_retention": ev["retention"]} if "retention" in ev else {}),
+            "final_tasks": {split: {c: ev[c]["won_by_task"] for c in conditions}}}
 
 
 def moves_after_take(traj: Trajectory) -> list[tuple[int, bool]]:
@@ -140,32 +186,38 @@ def heading_to_target(folders: list[Path], last_rounds: int = 2) -> dict[str, di
     return {k: {"share": hits / moves, "moves": moves} for k, (hits, moves) in sorted(counts.items())}
 
 
-def report(settings: list[str], seeds: list[int], methods: list[str]) -> dict:
+def report(settings: list[str], seeds: list[int], methods: list[str], split: str = SPLIT) -> dict:
     """Per setting: the warm start's and each method's final success (mean over seeds, Student-t), the
-    methods with experience against GRPO, and each method against itself under the reference setting."""
-    runs = {h: {m: {s: read_run(run_folder(h, m, s), [SPLIT]) for s in seeds} for m in methods
+    methods with experience against GRPO, and each method against itself under the reference setting.
+    On a split other than the runs' own (``evaluated_on``) there is no warm start or training to read."""
+    def load(h: str, m: str, s: int) -> dict:
+        return read_run(run_folder(h, m, s), [SPLIT]) if split == SPLIT else evaluated_on(h, m, s, split)
+
+    runs = {h: {m: {s: load(h, m, s) for s in seeds} for m in methods
                 if m == sweep.GRPO or all(finished(run_folder(h, m, s)) for s in seeds)} for h in settings}
     out = {}
     for h in settings:
         grpo = runs[h][sweep.GRPO]
-        row = {"warm_start": t_interval_mean([base(r) for r in grpo.values()]).to_dict(),
-               "grpo": t_interval_mean([final(r, "plain") for r in grpo.values()]).to_dict(),
-               "grpo_heading_to_target": heading_to_target([run_folder(h, sweep.GRPO, s) for s in seeds])}
+        row = {"grpo": t_interval_mean([final(r, "plain", split) for r in grpo.values()]).to_dict()}
+        if split == SPLIT:
+            row |= {"warm_start": t_interval_mean([base(r) for r in grpo.values()]).to_dict(),
+                    "grpo_heading_to_target": heading_to_target([run_folder(h, sweep.GRPO, s) for s in seeds])}
         if h != REFERENCE and REFERENCE in runs:
-            row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO])
-            row["warm_start_minus_reference"] = paired_difference(
-                [base(grpo[s]) for s in seeds], [base(runs[REFERENCE][sweep.GRPO][s]) for s in seeds], seeds)
+            row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO], split=split)
+            if split == SPLIT:
+                row["warm_start_minus_reference"] = paired_difference(
+                    [base(grpo[s]) for s in seeds], [base(runs[REFERENCE][sweep.GRPO][s]) for s in seeds], seeds)
         for method, key in ((sweep.ORACLE, "oracle"), ("edge", "edge")):
             if method not in runs[h]:  # not asked for, or not finished on every seed: no row
                 continue
             ours = runs[h][method]
-            row[f"{key}_plain"] = t_interval_mean([final(r, "plain") for r in ours.values()]).to_dict()
-            row[f"{key}_with_bank"] = t_interval_mean([final(r, "with_bank") for r in ours.values()]).to_dict()
-            row[f"{key}_retention"] = t_interval_mean([final(r, "retention") for r in ours.values()]).to_dict()
-            row[f"{key}_minus_grpo"] = compare(ours, grpo)
-            row[f"{key}_with_bank_minus_grpo"] = compare(ours, grpo, "with_bank")
+            for condition in ("plain", "with_bank", "retention"):
+                values = [final(r, condition, split) for r in ours.values()]
+                row[f"{key}_{condition}"] = t_interval_mean(values).to_dict()
+            row[f"{key}_minus_grpo"] = compare(ours, grpo, split=split)
+            row[f"{key}_with_bank_minus_grpo"] = compare(ours, grpo, "with_bank", split=split)
             if h != REFERENCE and method in runs.get(REFERENCE, {}):
-                row[f"{key}_minus_reference"] = compare(ours, runs[REFERENCE][method])
+                row[f"{key}_minus_reference"] = compare(ours, runs[REFERENCE][method], split=split)
         out[h] = row
     return out
 
@@ -216,7 +268,38 @@ def markdown(result: dict) -> str:
         lines.append(f"| {h} | " + " | ".join(
             f"{heading[k]['share']:.1%} of {heading[k]['moves']}" if k in heading else "–" for k in ("1", "2", "3+"))
             + " |")
+    for split, rows in result.get("other_splits", {}).items():
+        lines += ["", f"On {split}: every final policy evaluated once more on the first {EPISODES} tasks of the "
+                  "split, with its own bank or the advice, the same tasks and streams for every run of a seed "
+                  "(paired by seed and task as above).", "",
+                  "| setting | GRPO | GRPO − reference GRPO | oracle plain / with | oracle plain − GRPO "
+                  "| EDGE plain / with | EDGE plain − GRPO |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for h, row in rows.items():
+            cells = [pct(row["grpo"]), diff(row.get("grpo_minus_reference"))]
+            for key in ("oracle", "edge"):
+                cells += ([f"{pct(row[f'{key}_plain'])} / {pct(row[f'{key}_with_bank'])}",
+                           diff(row[f"{key}_minus_grpo"])] if f"{key}_plain" in row else ["–", "–"])
+            lines.append(f"| {h} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def expert_figure(result: dict, path: Path) -> Path | None:
+    """Final success against the warm start's competent demonstrations (the settings that change only
+    those), for GRPO, the warm start and each method with experience, plain and with its advice or bank."""
+    axis = sorted((n, h) for h in result["rows"] if (n := expert_episodes(h)) is not None)
+    if len(axis) < 2:
+        return None
+    curves: dict[str, list[tuple[float, float, float | None]]] = {}
+    for n, h in axis:
+        row = result["rows"][h]
+        curves.setdefault("warm start", []).append((n, row["warm_start"]["mean"], None))
+        curves.setdefault("GRPO", []).append((n, row["grpo"]["mean"], None))
+        for key, name in (("oracle", "oracle control (o23)"), ("edge", "EDGE (e22)")):
+            if f"{key}_plain" in row:
+                curves.setdefault(name, []).append((n, row[f"{key}_plain"]["mean"], row[f"{key}_with_bank"]["mean"]))
+    return curves_plot(curves, path, f"household {SPLIT}, final success, {len(result['seeds'])} seeds",
+                       xlabel=f"competent demonstrations in the warm start ({EXPERT_FIELD})",
+                       ylabel=f"{SPLIT} success (mean over seeds)")
 
 
 def main() -> None:
@@ -228,9 +311,12 @@ def main() -> None:
     parser.add_argument("--edge", action="store_true", help="also EDGE with e22's bank")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel, one torch thread each")
     parser.add_argument("--report-only", action="store_true", help="train nothing: tables from finished runs")
+    parser.add_argument("--split", action="append", default=[],
+                        help=f"also evaluate every final policy on this split ({EPISODES} tasks, kept: evaluated once)")
     args = parser.parse_args()
     settings = [REFERENCE, *dict.fromkeys(args.setting)]
     with_grpo = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
+    methods = with_grpo + (["edge"] if args.edge else [])
     if not args.report_only:
         for setting in settings[1:]:
             run_benchmark(bench_config(setting, with_grpo, args.seed, args.jobs), track=False)
@@ -238,12 +324,16 @@ def main() -> None:
                 run_benchmark(bench_config(setting, ["edge"], args.seed, args.jobs), track=False)
     command = ("benchmarks/shared_settings.py " + " ".join(f"--setting {h}" for h in settings[1:]) + " "
                + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else "")
-               + (" --edge" if args.edge else ""))
+               + (" --edge" if args.edge else "") + "".join(f" --split {x}" for x in args.split))
     result = {"seeds": args.seed, "machine": describe_machine(), "command": command,
-              "rows": report(settings, args.seed, with_grpo + (["edge"] if args.edge else []))}
+              "rows": report(settings, args.seed, methods)}
+    torch.set_num_threads(1)  # as every benchmark run evaluates, so a cached evaluation is what this one would be
+    result["other_splits"] = {split: report(settings, args.seed, methods, split)
+                              for split in dict.fromkeys(args.split) if split != SPLIT}
     sweep.OUT.mkdir(parents=True, exist_ok=True)
     (sweep.OUT / "shared_settings.json").write_text(json.dumps(result, indent=1, sort_keys=True))
     (sweep.OUT / "shared_settings.md").write_text(markdown(result))
+    expert_figure(result, sweep.OUT / "shared_settings_experts.png")
     print(markdown(result))
 
 

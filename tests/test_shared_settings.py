@@ -84,3 +84,60 @@ def test_moves_after_take_count_from_the_take_to_the_first_put_and_only_for_plac
     assert shared.moves_after_take(trajectory("pick_and_place_simple", actions)) == [(1, False), (3, True)]
     assert shared.moves_after_take(trajectory("pick_and_place_simple", actions[:1])) == []  # never taken
     assert shared.moves_after_take(trajectory("look_at_obj_in_light", actions)) == []
+
+
+def test_the_expert_axis_holds_the_settings_that_change_only_the_competent_demonstrations(shared, tmp_path,
+                                                                                            monkeypatch):
+    assert shared.expert_episodes("experts") == 150 and shared.expert_episodes("experts300") == 300
+    assert shared.expert_episodes("reference") == shared.load_params().warmup.noisy_expert_episodes
+    assert shared.expert_episodes("follow") is None and shared.expert_episodes("history2") is None
+
+    def row(warm, grpo, oracle=None):
+        out = {"warm_start": {"mean": warm}, "grpo": {"mean": grpo}}
+        if oracle is not None:
+            out |= {"oracle_plain": {"mean": oracle}, "oracle_with_bank": {"mean": oracle + 0.1}}
+        return out
+
+    result = {"seeds": [0, 1], "rows": {"reference": row(0.1, 0.4, 0.5), "follow": row(0.2, 0.6, 0.5),
+                                        "experts": row(0.3, 0.6)}}
+    assert shared.expert_figure(result, tmp_path / "experts.png").stat().st_size > 0
+    drawn = {}
+    monkeypatch.setattr(shared, "curves_plot", lambda curves, path, *a, **k: drawn.update(curves) or path)
+    shared.expert_figure(result, tmp_path / "again.png")
+    reference = shared.expert_episodes("reference")
+    assert drawn["GRPO"] == [(reference, 0.4, None), (150, 0.6, None)]  # follow changes more than the demos
+    assert drawn["oracle control (o23)"] == [(reference, 0.5, pytest.approx(0.6))]
+    # With one point on the axis there is nothing to draw.
+    assert shared.expert_figure({"seeds": [0], "rows": {"follow": row(0.2, 0.6)}}, tmp_path / "none.png") is None
+
+
+def test_another_split_evaluates_each_final_policy_and_pairs_it_as_on_the_runs_own(shared, monkeypatch):
+    asked = []
+
+    def fake_evaluation(folder: Path, split: str, episodes: int, cache_dir: Path) -> dict:
+        asked.append((folder, split, episodes, cache_dir))
+        seed = int(folder.name.rsplit("-s", 1)[1])
+        plain = 0.3 + seed / 100 + (0.1 if "oracle" in folder.name else 0.0) + (0.2 if "experts" in str(folder) else 0)
+        result = {"plain": {"success": plain, "won_by_task": {"t0": True}}}
+        if "oracle" in folder.name:
+            result |= {"with_bank": {"success": plain + 0.1, "won_by_task": {"t0": True}},
+                       "retention": plain / (plain + 0.1)}
+        return result
+
+    monkeypatch.setattr(shared, "final_evaluation", fake_evaluation)
+    monkeypatch.setattr(shared, "finished", lambda folder: True)
+    rows = shared.report(["reference", "experts"], [0, 1], ["grpo", "edge-oracle-bank"], "test_unseen")
+    assert {(split, episodes) for _, split, episodes, _ in asked} == {("test_unseen", 400)}
+    # The reference's runs are read from the sweep's own cache of evaluations, a setting's from its own.
+    caches = {folder: cache for folder, _, _, cache in asked}
+    assert caches[Path("benchmarks/runs/household-grpo-s0")] == Path("benchmarks/sweep/internalization/split-evals")
+    experts_run = Path("benchmarks/sweep/experts/runs/household-grpo-s1")
+    assert caches[experts_run] == Path("benchmarks/sweep/experts/split-evals")
+    experts = rows["experts"]
+    assert experts["grpo"]["mean"] == pytest.approx(0.505) and "warm_start" not in experts
+    assert experts["grpo_minus_reference"]["per_seed"] == pytest.approx({"0": 0.2, "1": 0.2})
+    assert experts["oracle_minus_grpo"]["mean"] == pytest.approx(0.1)
+    assert experts["oracle_with_bank_minus_grpo"]["mean"] == pytest.approx(0.2)
+    table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x",
+                             "rows": {}, "other_splits": {"test_unseen": rows}})
+    assert "On test_unseen" in table and "| experts | 50.5% | +20.0 [+20.0, +20.0] (p 0.500) | 60.5% / 70.5% |" in table
