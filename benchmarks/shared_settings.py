@@ -27,7 +27,7 @@ read within one setting and each is also compared with itself under the benchmar
 o23 and e22 (benchmarks/sweep/internalization/); the others run into benchmarks/sweep/<setting>/runs with ``edge
 bench learning`` (resumable: finished runs are skipped). Every run is evaluated on the same 400 household
 test_seen tasks and streams of its seed, so differences are paired by seed and, within a seed, by task.
-Writes benchmarks/results/shared_settings.{md,json}.
+Writes benchmarks/results/shared_settings[_<name>].{md,json} and the figure shared_settings[_<name>]_experts.png.
 """
 
 from __future__ import annotations
@@ -313,6 +313,7 @@ def main() -> None:
     parser.add_argument("--report-only", action="store_true", help="train nothing: tables from finished runs")
     parser.add_argument("--split", action="append", default=[],
                         help=f"also evaluate every final policy on this split ({EPISODES} tasks, kept: evaluated once)")
+    parser.add_argument("--name", default="", help="suffix of the output files (keeps the other tables)")
     args = parser.parse_args()
     settings = [REFERENCE, *dict.fromkeys(args.setting)]
     with_grpo = [sweep.GRPO] + ([sweep.ORACLE] if args.oracle else [])
@@ -324,16 +325,18 @@ def main() -> None:
                 run_benchmark(bench_config(setting, ["edge"], args.seed, args.jobs), track=False)
     command = ("benchmarks/shared_settings.py " + " ".join(f"--setting {h}" for h in settings[1:]) + " "
                + " ".join(f"--seed {s}" for s in args.seed) + (" --oracle" if args.oracle else "")
-               + (" --edge" if args.edge else "") + "".join(f" --split {x}" for x in args.split))
+               + (" --edge" if args.edge else "") + "".join(f" --split {x}" for x in args.split)
+               + (f" --name {args.name}" if args.name else ""))
     result = {"seeds": args.seed, "machine": describe_machine(), "command": command,
               "rows": report(settings, args.seed, methods)}
     torch.set_num_threads(1)  # as every benchmark run evaluates, so a cached evaluation is what this one would be
     result["other_splits"] = {split: report(settings, args.seed, methods, split)
                               for split in dict.fromkeys(args.split) if split != SPLIT}
     sweep.OUT.mkdir(parents=True, exist_ok=True)
-    (sweep.OUT / "shared_settings.json").write_text(json.dumps(result, indent=1, sort_keys=True))
-    (sweep.OUT / "shared_settings.md").write_text(markdown(result))
-    expert_figure(result, sweep.OUT / "shared_settings_experts.png")
+    stem = "shared_settings" + (f"_{args.name}" if args.name else "")
+    (sweep.OUT / f"{stem}.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    (sweep.OUT / f"{stem}.md").write_text(markdown(result))
+    expert_figure(result, sweep.OUT / f"{stem}_experts.png")
     print(markdown(result))
 
 
