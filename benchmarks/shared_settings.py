@@ -22,6 +22,7 @@ read within one setting and each is also compared with itself under the benchmar
   are drawn against it in shared_settings_experts.png.
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
+        [--split test_unseen] [--name NAME]
 
 ``reference`` is the learning benchmark's own runs (benchmarks/runs: warm starts and GRPO) and the sweep's
 o23 and e22 (benchmarks/sweep/internalization/); the others run into benchmarks/sweep/<setting>/runs with ``edge
