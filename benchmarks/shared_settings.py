@@ -47,11 +47,13 @@ from step_probe import carried_states  # noqa: E402  (the steps at which a placi
 
 from edge.benchmarking.learning import (  # noqa: E402
     LearningBenchConfig,
+    evaluation_row,
     paired_difference,
     read_run,
     run_benchmark,
     run_name,
     signed_points,
+    task_outcomes,
 )
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.split_eval import final_evaluation  # noqa: E402
@@ -155,10 +157,7 @@ def evaluated_on(setting: str, method: str, seed: int, split: str) -> dict:
     ev = final_evaluation(folder, split, EPISODES, cache_dir=split_evals(setting))
     print(f"{setting} {method} seed {seed} on {split}: plain {ev['plain']['success']:.1%} "
           f"({time.perf_counter() - started:.0f} s)", flush=True)
-    conditions = [c for c in ("plain", "with_bank") if c in ev]
-    return {"final": {f"{split}_{c}": ev[c]["success"] for c in conditions}
-            | ({f"{split}_retention": ev["retention"]} if "retention" in ev else {}),
-            "final_tasks": {split: {c: ev[c]["won_by_task"] for c in conditions}}}
+    return {"final": evaluation_row({split: ev}, [split]), "final_tasks": task_outcomes({split: ev}, [split])}
 
 
 def moves_after_take(traj: Trajectory) -> list[tuple[int, bool]]:

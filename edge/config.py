@@ -271,7 +271,9 @@ class BankConfig(_Section):
     episodes are shown the block the same way, so the field changes every method's warm start. Measured
     (session 28, five seeds): on warm starts that never saw such a block the oracle control loses 5.3
     points (o25 in internalization.md); from warm starts taught it GRPO ends 16.8 points higher and leads
-    the oracle control and EDGE (benchmarks/results/shared_settings.md). Off until ten seeds decide."""
+    the oracle control and EDGE (benchmarks/results/shared_settings.md). Off: more competent plain
+    demonstrations lift GRPO as much without it (session 29), and its lead over the methods with experience
+    holds on test_unseen too."""
     per_step: bool = False
     """Re-retrieve after every step of a conditioned trajectory, from the instruction plus the new
     observation (keys may then also match what the agent sees, e.g. a tool on a counter). Off by

@@ -196,6 +196,27 @@ def train_one(cfg: LearningBenchConfig, env: str, method: str, seed: int, base: 
     return cfg.runs_dir / name
 
 
+def evaluation_row(ev: dict, splits: list[str]) -> dict:
+    """One evaluation (``{split: {"plain": EvalResult dict, "with_bank": ..., "retention": ...}}``) as a
+    curve point: ``<split>_plain``, ``<split>_plain_score`` and, with a bank, ``_with_bank``, its score and
+    ``_retention``."""
+    row = {}
+    for split in splits:
+        row[f"{split}_plain"] = ev[split]["plain"]["success"]
+        row[f"{split}_plain_score"] = ev[split]["plain"]["score"]
+        if "with_bank" in ev[split]:
+            row[f"{split}_with_bank"] = ev[split]["with_bank"]["success"]
+            row[f"{split}_with_bank_score"] = ev[split]["with_bank"]["score"]
+            row[f"{split}_retention"] = ev[split]["retention"]
+    return row
+
+
+def task_outcomes(ev: dict, splits: list[str]) -> dict:
+    """One evaluation's per-task outcomes by split and condition, for differences paired task by task."""
+    return {split: {cond: ev[split][cond]["won_by_task"] for cond in ("plain", "with_bank")
+                    if cond in ev[split] and "won_by_task" in ev[split][cond]} for split in splits}
+
+
 def read_run(folder: Path, splits: list[str]) -> dict:
     """The curve (success against environment steps) and the final evaluation of one run folder."""
     steps = 0
@@ -232,22 +253,12 @@ def read_run(folder: Path, splits: list[str]) -> dict:
                            "pruned": len(changes["pruned"])}
             bank_rounds.append(record)
     for k, at_steps, ev in points:
-        row = {"round": k, "env_steps": at_steps}
-        for split in splits:
-            row[f"{split}_plain"] = ev[split]["plain"]["success"]
-            row[f"{split}_plain_score"] = ev[split]["plain"]["score"]
-            if "with_bank" in ev[split]:
-                row[f"{split}_with_bank"] = ev[split]["with_bank"]["success"]
-                row[f"{split}_with_bank_score"] = ev[split]["with_bank"]["score"]
-                row[f"{split}_retention"] = ev[split]["retention"]
-        curve.append(row)
+        curve.append({"round": k, "env_steps": at_steps} | evaluation_row(ev, splits))
     # The run's own account of its time in `edge train`, summed over resumed invocations.
     timing = folder / "wall_time.json"
     seconds = json.loads(timing.read_text())["seconds"] if timing.exists() else None
     # The last evaluation's per-task outcomes, for differences paired task by task within a seed.
-    last = points[-1][2]
-    final_tasks = {split: {cond: last[split][cond]["won_by_task"] for cond in ("plain", "with_bank")
-                           if cond in last[split] and "won_by_task" in last[split][cond]} for split in splits}
+    final_tasks = task_outcomes(points[-1][2], splits)
     base_tasks = {split: base[split]["plain"].get("won_by_task") for split in splits}
     return {"folder": str(folder), "curve": curve, "final": curve[-1], "env_steps": steps, "run_seconds": seconds,
             "bank_rounds": bank_rounds, "final_tasks": final_tasks, "base_tasks": base_tasks}
