@@ -20,6 +20,12 @@ read within one setting and each is also compared with itself under the benchmar
 - ``experts300`` (300): how far more of them carry GRPO, and whether the advice still adds anything to a warm
   start that has seen where objects lie in twice as many episodes. The settings that change only this field
   are drawn against it in shared_settings_experts.png.
+- ``moved``, ``moved150`` (a world that changed): the runs train and evaluate on ``household_moved``, the same
+  tasks with every object kind lying mostly in other receptacle kinds, from the warm starts of ``reference``
+  (N = 30) and ``experts`` (N = 150), made in the usual household. What the warm start knows about where
+  things lie is now wrong, and the oracle's advice names the new places: does a scaffold that carries what
+  changed speed the adaptation, and does EDGE's bank learn it? Compared within the setting only (their tasks
+  are not the reference's).
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
         [--split test_unseen] [--name NAME]
@@ -74,8 +80,14 @@ SETTINGS = {
     "follow": ["bank.block_follows_progress=true"],
     "experts": ["warmup.noisy_expert_episodes=150"],
     "experts300": ["warmup.noisy_expert_episodes=300"],
+    "moved": [],
+    "moved150": ["warmup.noisy_expert_episodes=150"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
+MOVED_ENV = "household_moved"
+WARM_STARTS_OF = {"moved": REFERENCE, "moved150": "experts"}
+"""The settings whose runs are on ``MOVED_ENV``, and the setting whose warm starts (made in the usual household)
+they begin from."""
 UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
 """Each method with experience runs as its best row of the internalization sweep: the oracle control with
 o23's update, EDGE with e22's bank. GRPO runs beside the oracle control (it reads none of o23's fields)."""
@@ -90,17 +102,33 @@ def expert_episodes(setting: str) -> int | None:
     nothing else (the reference: params.yaml's); None for a setting that changes something else."""
     if setting == REFERENCE:
         return load_params().warmup.noisy_expert_episodes
+    if setting in WARM_STARTS_OF:  # another world: not a point on the axis
+        return None
     overrides = SETTINGS[setting]
     if len(overrides) == 1 and overrides[0].startswith(EXPERT_FIELD + "="):
         return int(overrides[0].split("=", 1)[1])
     return None
 
 
+def env_of(setting: str) -> str:
+    """The environment a setting's runs train and evaluate on."""
+    return MOVED_ENV if setting in WARM_STARTS_OF else "household"
+
+
+def bases_of(setting: str) -> Path | None:
+    """Where a setting's warm starts are: its own runs folder (None), or, for a world that changed, the
+    folder of the setting it takes them from (the reference's are the sweep's)."""
+    source = WARM_STARTS_OF.get(setting)
+    if source is None:
+        return None
+    return sweep.BASES if source == REFERENCE else ROOT / source / "runs"
+
+
 def run_folder(setting: str, method: str, seed: int) -> Path:
     """Where one run is: the reference setting's runs are the benchmark's (GRPO) and the sweep's own."""
     if setting == REFERENCE:
         return sweep.run_folder(UPDATES.get(method, sweep.GRPO), seed, Path("benchmarks/runs"))
-    return ROOT / setting / "runs" / run_name("household", method, seed)
+    return ROOT / setting / "runs" / run_name(env_of(setting), method, seed)
 
 
 def bench_config(setting: str, methods: list[str], seeds: list[int], jobs: int) -> LearningBenchConfig:
@@ -110,8 +138,10 @@ def bench_config(setting: str, methods: list[str], seeds: list[int], jobs: int) 
     if update == "edge" and len(methods) > 1:
         raise ValueError("EDGE runs with e22's overrides, apart from GRPO and the oracle control")
     suffix = "_edge" if update == "edge" else ""
-    return LearningBenchConfig(envs=["household"], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
+    return LearningBenchConfig(envs=[env_of(setting)], methods=methods, seeds=seeds, splits=[SPLIT], jobs=jobs,
                                runs_dir=ROOT / setting / "runs", out_dir=ROOT / setting,
+                               bases_dir=bases_of(setting),
+                               warm_start_env="household" if setting in WARM_STARTS_OF else None,
                                name=f"learning_{setting}{suffix}",
                                extra=[*SETTINGS[setting], *sweep.CONFIGS[UPDATES[update]][1]])
 
@@ -202,7 +232,8 @@ def report(settings: list[str], seeds: list[int], methods: list[str], split: str
         if split == SPLIT:
             row |= {"warm_start": t_interval_mean([base(r) for r in grpo.values()]).to_dict(),
                     "grpo_heading_to_target": heading_to_target([run_folder(h, sweep.GRPO, s) for s in seeds])}
-        if h != REFERENCE and REFERENCE in runs:
+        against_reference = h != REFERENCE and h not in WARM_STARTS_OF  # another world's tasks: not paired
+        if against_reference and REFERENCE in runs:
             row["grpo_minus_reference"] = compare(grpo, runs[REFERENCE][sweep.GRPO], split=split)
             if split == SPLIT:
                 row["warm_start_minus_reference"] = paired_difference(
@@ -216,7 +247,7 @@ def report(settings: list[str], seeds: list[int], methods: list[str], split: str
                 row[f"{key}_{condition}"] = t_interval_mean(values).to_dict()
             row[f"{key}_minus_grpo"] = compare(ours, grpo, split=split)
             row[f"{key}_with_bank_minus_grpo"] = compare(ours, grpo, "with_bank", split=split)
-            if h != REFERENCE and method in runs.get(REFERENCE, {}):
+            if against_reference and method in runs.get(REFERENCE, {}):
                 row[f"{key}_minus_reference"] = compare(ours, runs[REFERENCE][method], split=split)
         out[h] = row
     return out

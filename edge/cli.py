@@ -590,6 +590,8 @@ def bench_learning(
     report_only: bool = typer.Option(False, help="Train nothing; rebuild the tables from the finished runs."),
     shared_warm_start: bool = typer.Option(False, help="One warm start for every seed (else one per seed)."),
     bases_dir: Path = typer.Option(None, help="Where the warm starts are built and reused (default: --runs-dir)."),
+    warm_start_env: str = typer.Option(None, help="Environment the warm starts are made in (default: each run's "
+                                                  "own); e.g. household for runs on household_moved."),
     ray: str = typer.Option(None, envvar="EDGE_RAY_ADDRESS", show_envvar=True,
                             help="Run every warm start and run as a task of the Ray cluster at this address "
                                  "(host:port of its head, or auto); this folder must be shared by its nodes."),
@@ -613,6 +615,7 @@ def bench_learning(
                               params=params, runs_dir=runs_dir,
                               out_dir=out_dir, name=name, extra=list(set_ or []), report_only=report_only,
                               shared_warm_start=shared_warm_start, bases_dir=bases_dir,
+                              warm_start_env=warm_start_env,
                               ray=ray or None, ray_cpus=ray_cpus, ray_gpus=ray_gpus)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:

@@ -122,7 +122,8 @@ def edge_benchmark(envs: list[str] | None = None, methods: list[str] | None = No
                    eval_every: int = 4, splits: list[str] | None = None, params_path: str = "params.yaml",
                    runs_dir: str = "benchmarks/runs", out_dir: str = "benchmarks/results", name: str = "learning",
                    overrides: list[str] | None = None, shared_warm_start: bool = False, bases_dir: str | None = None,
-                   jobs: int = 2, task_runner: str = "threads", ray_address: str | None = None,
+                   warm_start_env: str | None = None, jobs: int = 2, task_runner: str = "threads",
+                   ray_address: str | None = None,
                    ray_cpus: float = 1.0, ray_gpus: float = 0.0, track: bool = True) -> dict:
     """The learning benchmark as a flow; the tables go to ``<out_dir>/<name>.md/.json`` (and MLflow).
 
@@ -142,6 +143,8 @@ def edge_benchmark(envs: list[str] | None = None, methods: list[str] | None = No
         overrides: More section.key=value overrides for every run.
         shared_warm_start: One warm start for every seed.
         bases_dir: Where the warm starts are built and reused (default runs_dir).
+        warm_start_env: Environment the warm starts are made in (default each run's own): household for
+            runs on household_moved, a world that changed after the warm start.
         jobs: Runs at a time with the threads runner.
         task_runner: threads (this machine) or ray (prefect-ray's RayTaskRunner).
         ray_address: The Ray cluster's head, host:port (default $EDGE_RAY_ADDRESS, $RAY_ADDRESS).
@@ -159,7 +162,8 @@ def edge_benchmark(envs: list[str] | None = None, methods: list[str] | None = No
         splits=list(splits or ["test_seen", "test_unseen"]), eval_every=eval_every, jobs=jobs,
         params=absolute(params_path), runs_dir=absolute(runs_dir), out_dir=absolute(out_dir), name=name,
         extra=list(overrides or []), shared_warm_start=shared_warm_start, bases_dir=absolute(bases_dir),
-        ray=ray_address if task_runner == "ray" else None, ray_cpus=ray_cpus, ray_gpus=ray_gpus)
+        warm_start_env=warm_start_env, ray=ray_address if task_runner == "ray" else None, ray_cpus=ray_cpus,
+        ray_gpus=ray_gpus)
     rounds = rounds_for(cfg)
     runner = make_task_runner(task_runner, jobs, ray_address)
     started = time.perf_counter()

@@ -8,7 +8,7 @@ from edge.envs.base import SPLITS, Task
 from edge.envs.group import make_group
 from edge.envs.household import TASK_TYPES, expert_plan, generate_tasks, make_env
 from edge.envs.household.tasks import LAYOUTS, is_unseen_combo, is_unseen_layout
-from edge.envs.household.world import OBJECT_KINDS, PRIOR_MASS, kind_of
+from edge.envs.household.world import OBJECT_KINDS, PRIOR_MASS, ROOM_RECEPTACLES, kind_of
 from edge.envs.play import play, play_episode
 from edge.envs.registry import make_agent
 
@@ -211,3 +211,54 @@ def test_vocabulary_covers_every_word_play_produces():
                           for a in ast.literal_eval(line[len("admissible: "):])]
                 seen.update(re.findall(r"\w+|[^\w\s]+", " ".join(lines).lower().replace("> ", "")))
     assert seen <= vocab, sorted(seen - vocab)
+
+
+def test_the_moved_world_is_the_same_tasks_with_objects_in_other_places():
+    from edge.envs.household.world import WORLDS, likely_kinds, moved_likely
+    from edge.envs.registry import generate_tasks as tasks_of
+    from edge.envs.registry import knowledge
+    from edge.envs.registry import make_env as env_named
+
+    usual, moved = tasks_of("household", "train", 300, 0), tasks_of("household_moved", "train", 300, 0)
+    for u, m in zip(usual, moved):  # room, layout, goal and instruction task for task
+        assert (u.task_type, u.instruction, u.spec["layout"], u.spec["goal"]) == \
+            (m.task_type, m.instruction, m.spec["layout"], m.spec["goal"])
+        assert "world" not in u.spec and m.spec["world"] == "moved" and m.env == "household_moved"
+    for kind in OBJECT_KINDS.values():  # other places, of the kind's own rooms, none a special holder
+        rooms_hold = {r for room in kind.rooms for r in ROOM_RECEPTACLES[room]}
+        assert not set(moved_likely(kind)) & set(kind.likely)
+        assert len(moved_likely(kind)) == len(kind.likely) and set(moved_likely(kind)) <= rooms_hold
+        assert not {"towelholder", "handtowelholder", "toiletpaperhanger"} & set(moved_likely(kind))
+    # The objects follow the moved regularities, no longer the usual ones.
+    shares = {}
+    for world, tasks in (("usual", usual), ("moved", moved)):
+        hits = {w: 0 for w in WORLDS}
+        total = 0
+        for t in tasks:
+            present = {kind_of(r) for r in t.spec["receptacles"]}
+            for obj, loc in t.spec["objects"]:
+                if any(k in present for k in likely_kinds(kind_of(obj), world)):
+                    total += 1
+                    for w in WORLDS:
+                        hits[w] += kind_of(loc) in likely_kinds(kind_of(obj), w)
+        shares[world] = {w: h / total for w, h in hits.items()}
+    assert shares["moved"]["moved"] > PRIOR_MASS - 0.05 and shares["moved"]["usual"] < 0.15
+    assert shares["usual"]["usual"] > PRIOR_MASS - 0.05 and shares["usual"]["moved"] < 0.15
+    # The oracle names the moved places; the household's rules play the tasks unchanged.
+    task = moved[2]
+    advice = knowledge("household_moved").oracle_advice(task)[0]
+    named = [k for k in likely_kinds(task.spec["goal"]["object"], "moved")
+             if k in {kind_of(r) for r in task.spec["receptacles"]}]
+    assert advice == f"try : look for {task.spec['goal']['object']} in {' , '.join(named)} ."
+    env = env_named("household_moved")
+    env.reset(task)
+    assert [env.step(a) for a in expert_plan(task)][-1].info.won
+    with pytest.raises(ValueError, match="household_moved"):
+        make_env().reset(task)  # the usual household refuses the moved world's task
+    with pytest.raises(ValueError, match="unknown household world 'tilted'"):
+        likely_kinds("apple", "tilted")
+
+
+def test_expert_solves_every_moved_task():
+    report, _ = play("household_moved", "test_seen", "expert", 100, seed=0)
+    assert report.success_rate == 1.0

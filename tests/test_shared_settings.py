@@ -141,3 +141,33 @@ def test_another_split_evaluates_each_final_policy_and_pairs_it_as_on_the_runs_o
     table = shared.markdown({"seeds": [0, 1], "machine": "test", "command": "x",
                              "rows": {}, "other_splits": {"test_unseen": rows}})
     assert "On test_unseen" in table and "| experts | 50.5% | +20.0 [+20.0, +20.0] (p 0.500) | 60.5% / 70.5% |" in table
+
+
+def test_a_world_that_changed_trains_on_the_moved_household_from_another_settings_warm_starts(shared, monkeypatch):
+    from edge.benchmarking.learning import base_folder
+
+    cfg = shared.bench_config("moved150", ["grpo", "edge-oracle-bank"], [0, 3], jobs=2)
+    assert cfg.envs == ["household_moved"] and cfg.warm_start_env == "household"
+    assert cfg.extra[0] == "warmup.noisy_expert_episodes=150"  # the warm start's own setting, for its identity
+    # The warm starts are experts' (made in the usual household); the reference's are the sweep's.
+    assert base_folder(cfg, "household_moved", 3) == Path("benchmarks/sweep/experts/runs/base-household-s3")
+    moved = shared.bench_config("moved", ["edge"], [1], jobs=2)
+    assert base_folder(moved, "household_moved", 1) == Path("benchmarks/sweep/bases/base-household-s1")
+    assert shared.run_folder("moved150", "grpo", 2) == Path("benchmarks/sweep/moved150/runs/household_moved-grpo-s2")
+    assert shared.bench_config("experts", ["grpo"], [0], jobs=2).warm_start_env is None
+    assert shared.expert_episodes("moved150") is None  # another world: not a point on the experts axis
+
+    # Paired with GRPO of its own world only: its tasks are not the reference's.
+    def fake_run(folder: Path, splits):
+        plain = 0.5 if "moved" in str(folder) else 0.3
+        plain += 0.1 if "oracle" in folder.name else 0.0
+        tasks = {"plain": {"t0": True}, "with_bank": {"t0": True}}
+        return {"final": {"test_seen_plain": plain, "test_seen_with_bank": plain, "test_seen_retention": 1.0},
+                "final_tasks": {"test_seen": tasks}, "curve": [{"test_seen_plain": 0.2}]}
+
+    monkeypatch.setattr(shared, "read_run", fake_run)
+    monkeypatch.setattr(shared, "finished", lambda folder: True)
+    monkeypatch.setattr(shared, "heading_to_target", lambda folders: {})
+    rows = shared.report(["reference", "moved150"], [0, 1], ["grpo", "edge-oracle-bank"])
+    assert rows["moved150"]["oracle_minus_grpo"]["mean"] == pytest.approx(0.1)
+    assert "grpo_minus_reference" not in rows["moved150"] and "oracle_minus_reference" not in rows["moved150"]

@@ -89,6 +89,9 @@ class LearningBenchConfig:
     bases_dir: Path | None = None
     """Where the warm starts are built and reused (default ``runs_dir``); benchmarks that differ only
     in training settings (a sweep) can share them."""
+    warm_start_env: str | None = None
+    """The environment the warm starts are made in (default: each run's own). Another asks how a policy
+    taught in one world adapts to a world that changed: ``household_moved`` runs from ``household``'s."""
     ray: str | None = None
     """Address of a Ray cluster (``host:port`` of its head, or ``auto``): every warm start and run is a
     Ray task there; None runs them as subprocesses of this machine. The working folder (``params``,
@@ -134,7 +137,7 @@ def warm_start_seed(cfg: LearningBenchConfig, seed: int) -> int:
 
 def base_folder(cfg: LearningBenchConfig, env: str, seed: int) -> Path:
     """Where the warm start of the runs of ``seed`` on ``env`` lives."""
-    return (cfg.bases_dir or cfg.runs_dir) / f"base-{env}-s{warm_start_seed(cfg, seed)}"
+    return (cfg.bases_dir or cfg.runs_dir) / f"base-{cfg.warm_start_env or env}-s{warm_start_seed(cfg, seed)}"
 
 
 def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int, launch: Launch | None = None) -> Path:
@@ -142,7 +145,8 @@ def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int, launch: Launc
     its output on the console, or through ``launch`` with its output in ``<runs_dir>/logs``."""
     folder, seed = base_folder(cfg, env, seed), warm_start_seed(cfg, seed)
     if not (folder / "warmup.json").exists():
-        arguments = ["warmup", "--params", str(cfg.params), "--out", str(folder), "--set", f"warmup.env={env}",
+        arguments = ["warmup", "--params", str(cfg.params), "--out", str(folder),
+                     "--set", f"warmup.env={cfg.warm_start_env or env}",
                      *sum((["--set", s] for s in cfg.extra), []), "--set", f"seed={seed}"]
         if launch is None:
             subprocess.run([*_edge_command(), *arguments], check=True, env=_child_env())

@@ -372,11 +372,11 @@ class HouseholdKnowledge(RoomKnowledge):
     def oracle_advice(self, task: Task) -> list[str]:
         """Where the goal's object kind usually lies (its likely receptacle kinds present in the room),
         plus the transformation or lamp step."""
-        from edge.envs.household.world import OBJECT_KINDS
+        from edge.envs.household.world import likely_kinds
 
         goal = task.spec["goal"]
         present = {kind_of(r) for r in task.spec["receptacles"]}
-        likely = [k for k in OBJECT_KINDS[goal["object"]].likely if k in present]
+        likely = [k for k in likely_kinds(goal["object"], task.spec.get("world", "usual")) if k in present]
         advice = [find_in(goal["object"], likely)] if likely else []
         if goal["type"] in TRANSFORM:
             advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))

@@ -110,7 +110,7 @@ def _choose_goal(task_type: str, layout: Layout, unseen: bool, rng: random.Rando
             "count": 2 if task_type == "pick_two_obj_and_place" else 1}
 
 
-def _place_objects(layout: Layout, goal: dict, rng: random.Random) -> list[list[str]]:
+def _place_objects(layout: Layout, goal: dict, rng: random.Random, world: str) -> list[list[str]]:
     receptacles = list(layout.receptacles)
     # A goal object never starts where the goal wants it, or the task would be solved at step 0.
     goal_spots = [r for r in receptacles if kind_of(r) != goal["target"]]
@@ -119,7 +119,7 @@ def _place_objects(layout: Layout, goal: dict, rng: random.Random) -> list[list[
 
     def place(kind_name: str, spots: list[str]) -> None:
         counts[kind_name] = counts.get(kind_name, 0) + 1
-        placed.append([f"{kind_name} {counts[kind_name]}", sample_location(OBJECT_KINDS[kind_name], spots, rng)])
+        placed.append([f"{kind_name} {counts[kind_name]}", sample_location(OBJECT_KINDS[kind_name], spots, rng, world)])
 
     n_goal = goal["count"] + rng.randint(0, 1)
     for _ in range(n_goal):
@@ -130,7 +130,9 @@ def _place_objects(layout: Layout, goal: dict, rng: random.Random) -> list[list[
     return placed
 
 
-def make_task(split: str, index: int, seed: int) -> Task:
+def make_task(split: str, index: int, seed: int, world: str = "usual") -> Task:
+    """Task ``index`` of ``split`` for ``seed``. In the ``moved`` world the same task (room, layout, goal,
+    instruction) has its objects placed by the moved regularities, and belongs to ``household_moved``."""
     rng = random.Random(f"household-{seed}-{split}-{index}")
     task_type = TASK_TYPES[index % len(TASK_TYPES)]
     unseen = split == "test_unseen"
@@ -140,17 +142,28 @@ def make_task(split: str, index: int, seed: int) -> Task:
         goal = _choose_goal(task_type, layout, unseen, rng)
         if goal is not None:
             break
+    # Another world places the objects from the same point of the stream, on a copy of it, so that what is
+    # drawn after them (the instruction's wording) is the usual task's.
+    placing = random.Random()
+    placing.setstate(rng.getstate())
+    objects = _place_objects(layout, goal, rng, "usual")
+    if world != "usual":
+        objects = _place_objects(layout, goal, placing, world)
     spec = {
         "room": room,
         "layout": layout.layout_id,
         "receptacles": list(layout.receptacles),
         "lamp": list(layout.lamp) if layout.lamp else None,
-        "objects": _place_objects(layout, goal, rng),
+        "objects": objects,
         "goal": goal,
     }
-    return Task(env="household", split=split, task_id=f"household-{split}-{index:05d}",
+    env = "household"
+    if world != "usual":  # the usual world's tasks stay exactly as they were (their files, their hashes)
+        spec["world"] = world
+        env = f"household_{world}"
+    return Task(env=env, split=split, task_id=f"{env}-{split}-{index:05d}",
                 task_type=task_type, instruction=instruction_for(goal, rng), spec=spec)
 
 
-def generate_tasks(split: str, n: int, seed: int) -> list[Task]:
-    return [make_task(split, i, seed) for i in range(n)]
+def generate_tasks(split: str, n: int, seed: int, world: str = "usual") -> list[Task]:
+    return [make_task(split, i, seed, world) for i in range(n)]

@@ -153,9 +153,33 @@ def make_layout(room: str, index: int, seed: int) -> Layout:
     return Layout(f"{room}-{index}", room, tuple(names), lamp)
 
 
-def sample_location(kind: ObjectKind, receptacles: list[str], rng: random.Random) -> str:
-    """Where an object of ``kind`` lies: mostly its likely kinds, otherwise anywhere."""
-    likely = [(k, w) for k, w in zip(kind.likely, LIKELY_WEIGHTS)
+WORLDS = ("usual", "moved")
+"""The usual house, and the house whose objects moved: every object kind's likely receptacle kinds are
+others of its rooms (``moved_likely``), so what a warm start learnt about where things lie is wrong there."""
+
+# Receptacles that hold one special thing each in ALFWorld: never where a moved object goes.
+SPECIAL_HOLDERS = frozenset({"towelholder", "handtowelholder", "toiletpaperhanger"})
+
+
+def moved_likely(kind: ObjectKind) -> tuple[str, ...]:
+    """Where ``kind`` lies once the house has moved: as many receptacle kinds as its usual list, drawn
+    (fixed by the kind's name) from its rooms' receptacle kinds that are not in the usual list."""
+    candidates = sorted({r for room in kind.rooms for r in ROOM_RECEPTACLES[room]}
+                        - set(kind.likely) - SPECIAL_HOLDERS)
+    return tuple(random.Random(f"moved-{kind.name}").sample(candidates, len(kind.likely)))
+
+
+def likely_kinds(kind_name: str, world: str = "usual") -> tuple[str, ...]:
+    """The receptacle kinds that usually hold ``kind_name`` in ``world`` (one of ``WORLDS``), most likely first."""
+    if world not in WORLDS:
+        raise ValueError(f"unknown household world {world!r}; valid worlds: {', '.join(WORLDS)}")
+    kind = OBJECT_KINDS[kind_name]
+    return kind.likely if world == "usual" else moved_likely(kind)
+
+
+def sample_location(kind: ObjectKind, receptacles: list[str], rng: random.Random, world: str = "usual") -> str:
+    """Where an object of ``kind`` lies in ``world``: mostly its likely kinds, otherwise anywhere."""
+    likely = [(k, w) for k, w in zip(likely_kinds(kind.name, world), LIKELY_WEIGHTS)
               if any(kind_of(r) == k for r in receptacles)]
     if likely and rng.random() < PRIOR_MASS:
         chosen = rng.choices([k for k, _ in likely], weights=[w for _, w in likely])[0]
