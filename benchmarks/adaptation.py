@@ -36,7 +36,9 @@ from edge.benchmarking.learning import (  # noqa: E402
 )
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
+from edge.envs.household.world import kind_of, likely_kinds  # noqa: E402
 from edge.plots import curves_plot  # noqa: E402
+from edge.rollout import read_rollouts  # noqa: E402
 
 SOURCE = "experts"
 """The shared setting whose final policies start the runs (trained on the usual household)."""
@@ -90,6 +92,29 @@ def point(run: dict, round_: int) -> float:
     return next(p[f"{SPLIT}_plain"] for p in run["curve"] if p["round"] == round_)
 
 
+def first_searches(folders: list[Path], rounds: tuple[int, ...] = (0, AFTER_ROUND, 7)) -> dict[str, dict]:
+    """Where the plain training episodes of each of ``rounds`` (pooled over ``folders``) look first: the
+    share of first ``go to`` moves to a receptacle kind where the task's object usually lay (the usual
+    world's likely kinds present in the room) and to one where it lies now (the moved world's). How fast
+    what the policy knew gives way to what is true."""
+    out = {}
+    for k in rounds:
+        counts = {"usual": 0, "moved": 0, "episodes": 0}
+        for folder in folders:
+            for traj in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet", text_only=True):
+                goes = [a for a in (step.decision.action for step in traj.steps) if a.startswith("go to ")]
+                if traj.conditioned or not goes:
+                    continue
+                obj, present = traj.task.spec["goal"]["object"], {kind_of(r) for r in traj.task.spec["receptacles"]}
+                first = kind_of(goes[0][len("go to "):])
+                counts["episodes"] += 1
+                for world in ("usual", "moved"):
+                    counts[world] += first in set(likely_kinds(obj, world)) & present
+        n = counts["episodes"]
+        out[str(k)] = {"usual": counts["usual"] / n, "moved": counts["moved"] / n, "episodes": n} if n else {}
+    return out
+
+
 def report(seeds: list[int]) -> dict:
     """Per start: success on the moved world before, after round 3 and at the end, and each against GRPO's
     start (paired by seed; by task too where the evaluation kept its outcomes)."""
@@ -117,8 +142,20 @@ def report(seeds: list[int]) -> dict:
                 values["final"], [shared.final(base[s], "plain") for s in seeds], seeds,
                 [(shared.outcomes(by_seed[s], "plain"), shared.outcomes(base[s], "plain")) for s in seeds])
         row["curve"] = {str(s): [(p["round"] + 1, p[f"{SPLIT}_plain"]) for p in by_seed[s]["curve"]] for s in seeds}
+        row["first_search"] = first_searches([run_folder(start, s) for s in seeds])
         rows[start] = row
     return rows
+
+
+def from_warm_start(seeds: list[int]) -> dict:
+    """The same reading of the runs that start on the moved world from the warm start (shared_settings.py's
+    ``moved150``: GRPO, and the oracle control and EDGE with their scaffolds), where they have finished."""
+    out = {}
+    for method in STARTS:
+        folders = [shared.run_folder("moved150", method, s) for s in seeds]
+        if all(shared.finished(f) for f in folders):
+            out[method] = first_searches(folders)
+    return out
 
 
 def markdown(result: dict) -> str:
@@ -150,6 +187,21 @@ def markdown(result: dict) -> str:
         per_seed = " ".join(f"s{s} {100 * d:+.1f}" for s, d in row["final_minus_grpo"]["per_seed"].items())
         lines.append(f"| {name} | {diff(row['usual_final_minus_grpo'])} | {diff(row['before_minus_grpo'])} "
                      f"| {diff(row['after_round_minus_grpo'])} | {diff(row['final_minus_grpo'])} | {per_seed} |")
+    lines += ["", "Where the first search goes: of the plain training episodes of a round (all seeds), the share "
+              "whose first `go to` heads to a receptacle kind where the task's object usually lay, and to one "
+              "where it lies now (each the kinds present in the room). Rounds of GRPO after the change, from each "
+              "final policy, and, for comparison, the runs on the moved world from the warm start "
+              "(shared_settings.py's `moved150`, each method with its own scaffold).", "",
+              "| runs | round 0: usual / moved | round 3 | round 7 |", "| --- | --- | --- | --- |"]
+
+    def cells(searches: dict) -> str:
+        return " | ".join(f"{v['usual']:.0%} / {v['moved']:.0%}" if (v := searches.get(k)) else "–"
+                          for k in ("0", str(AFTER_ROUND), "7"))
+
+    for start, name in STARTS.items():
+        lines.append(f"| GRPO from {name}'s final policy | {cells(rows[start]['first_search'])} |")
+    for method, searches in result.get("from_warm_start", {}).items():
+        lines.append(f"| {STARTS[method]} from the warm start (moved150) | {cells(searches)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -176,7 +228,8 @@ def main() -> None:
             link_warm_starts(start, args.seed)
             run_benchmark(bench_config(start, args.seed, args.jobs), track=False)
     command = "benchmarks/adaptation.py " + " ".join(f"--seed {s}" for s in args.seed)
-    result = {"seeds": args.seed, "machine": describe_machine(), "command": command, "rows": report(args.seed)}
+    result = {"seeds": args.seed, "machine": describe_machine(), "command": command, "rows": report(args.seed),
+              "from_warm_start": from_warm_start(args.seed)}
     shared.sweep.OUT.mkdir(parents=True, exist_ok=True)
     (shared.sweep.OUT / "adaptation.json").write_text(json.dumps(result, indent=1, sort_keys=True))
     (shared.sweep.OUT / "adaptation.md").write_text(markdown(result))

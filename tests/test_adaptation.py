@@ -64,6 +64,7 @@ def test_report_pairs_each_start_with_grpos_before_during_and_after(adaptation, 
     monkeypatch.setattr(adaptation, "read_run", fake_run)
     monkeypatch.setattr(adaptation.shared, "read_run", fake_run)
     monkeypatch.setattr(adaptation.shared, "run_folder", lambda setting, method, seed: tmp_path / "experts" / method)
+    monkeypatch.setattr(adaptation, "first_searches", lambda folders: {"0": {"usual": 0.5, "moved": 0.1}})
     for start in adaptation.STARTS:
         for seed in (0, 1):
             folder = adaptation.run_folder(start, seed)
@@ -81,8 +82,37 @@ def test_report_pairs_each_start_with_grpos_before_during_and_after(adaptation, 
     table = adaptation.markdown(result)
     assert "| oracle control (o23) | 65.0% | 30.0% | 50.0% | 70.0% |" in table
     assert "| EDGE (e22) | +2.0 [+2.0, +2.0] (p 0.500) | +0.0" in table
+    assert "| GRPO from GRPO's final policy | 50% / 10% | – | – |" in table
     drawn = {}
     monkeypatch.setattr(adaptation, "curves_plot", lambda curves, path, *a, **k: drawn.update(curves) or path)
     adaptation.figure(result, tmp_path / "adaptation.png")
     assert drawn["from GRPO"] == [(0, pytest.approx(0.2), None), (4, pytest.approx(0.4), None),
                                   (8, pytest.approx(0.6), None)]
+
+
+def test_first_searches_count_where_plain_episodes_look_first_in_each_world(adaptation, monkeypatch):
+    from edge.envs.household.world import kind_of, likely_kinds
+    from edge.envs.registry import generate_tasks
+    from edge.policy.actor import Decision
+    from edge.rollout import StepRecord, Trajectory
+
+    task = generate_tasks("household_moved", "train", 1, 0)[0]
+    obj, present = task.spec["goal"]["object"], [kind_of(r) for r in task.spec["receptacles"]]
+    usual = next(r for r in task.spec["receptacles"] if kind_of(r) in likely_kinds(obj, "usual"))
+    moved = next(r for r in task.spec["receptacles"] if kind_of(r) in likely_kinds(obj, "moved"))
+    neither = next(r for r in task.spec["receptacles"]
+                   if not {kind_of(r)} & (set(likely_kinds(obj, "usual")) | set(likely_kinds(obj, "moved"))))
+    assert present
+
+    def episode(actions: list[str], conditioned: bool = False) -> Trajectory:
+        steps = [StepRecord("obs", [], Decision(a, [], None, 0, None, [0.0])) for a in actions]
+        return Trajectory("t/m", task, "t", 0, conditioned, None, steps)
+
+    rounds = {"round_000": [episode(["look", f"go to {usual}", f"go to {moved}"]), episode([f"go to {moved}"]),
+                            episode([f"go to {neither}"]), episode(["look"]),  # never moved: not counted
+                            episode([f"go to {moved}"], conditioned=True)],  # the scaffold's: not counted
+              "round_003": [episode([f"go to {moved}"])]}
+    monkeypatch.setattr(adaptation, "read_rollouts", lambda path, text_only: rounds.get(path.parent.name, []))
+    searches = adaptation.first_searches([Path("run")], rounds=(0, 3, 7))
+    assert searches["0"] == {"usual": pytest.approx(1 / 3), "moved": pytest.approx(1 / 3), "episodes": 3}
+    assert searches["3"] == {"usual": 0.0, "moved": 1.0, "episodes": 1} and searches["7"] == {}
