@@ -26,6 +26,10 @@ read within one setting and each is also compared with itself under the benchmar
   things lie is now wrong, and the oracle's advice names the new places: does a scaffold that carries what
   changed speed the adaptation, and does EDGE's bank learn it? Compared within the setting only (their tasks
   are not the reference's).
+- ``reading150``, ``moved_reading150``: ``experts``' warm start with its advised demonstrations played in
+  ``household_shuffled`` (``warmup.advised_env``), where each task's object lies where only its advice says,
+  so that the warm start learns to read the advice instead of the usual places it repeats; then runs on the
+  moved household from those warm starts.
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
         [--split test_unseen] [--name NAME]
@@ -82,10 +86,12 @@ SETTINGS = {
     "experts300": ["warmup.noisy_expert_episodes=300"],
     "moved": [],
     "moved150": ["warmup.noisy_expert_episodes=150"],
+    "reading150": ["warmup.noisy_expert_episodes=150", "warmup.advised_env=household_shuffled"],
+    "moved_reading150": ["warmup.noisy_expert_episodes=150", "warmup.advised_env=household_shuffled"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
 MOVED_ENV = "household_moved"
-WARM_STARTS_OF = {"moved": REFERENCE, "moved150": "experts"}
+WARM_STARTS_OF = {"moved": REFERENCE, "moved150": "experts", "moved_reading150": "reading150"}
 """The settings whose runs are on ``MOVED_ENV``, and the setting whose warm starts (made in the usual household)
 they begin from."""
 UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}

@@ -135,6 +135,11 @@ class WarmupConfig(_Section):
     careful shopper (without the advice in its prompt)."""
     advised_episodes: int = Field(300, ge=0)
     """Demonstrations with true advice in the prompt, by a demonstrator that follows it."""
+    advised_env: str | None = None
+    """Environment whose tasks the advised demonstrations play (None: ``env``'s own), the same tasks with
+    objects elsewhere. ``household_shuffled``: each task's object lies where only its advice says, so the
+    policy learns to read the advice rather than the usual places the household's advice repeats
+    (benchmarks/results/shared_settings_moved.md)."""
     detour_prob: float = Field(0.3, ge=0, le=1)
     """Household noisy expert: chance of a random detour before each planned step."""
     option_prob: float = Field(0.5, ge=0, le=1)

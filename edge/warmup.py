@@ -92,9 +92,14 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
     demo = demonstrators(cfg)
     advised_episodes = cfg.advised_episodes if demo.advised else 0
     total = cfg.explore_episodes + cfg.noisy_expert_episodes + advised_episodes
-    tasks = generate_tasks(cfg.env, "train", total, seed)
+    order = list(range(total))
     rng = random.Random(seed)
-    rng.shuffle(tasks)
+    rng.shuffle(order)
+    generated = generate_tasks(cfg.env, "train", total, seed)
+    tasks = [generated[j] for j in order]  # as rng.shuffle(generated) would, drawing the same numbers
+    if cfg.advised_env:  # the same tasks with their objects placed by the advised environment's world
+        generated = generate_tasks(cfg.advised_env, "train", total, seed)
+        advised_tasks = [generated[j] for j in order]
     pairs: list[tuple[AgentState, str]] = []
     for i, task in enumerate(tasks):
         agent_seed = rng.randrange(2**31)
@@ -104,6 +109,7 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
         elif i < cfg.explore_episodes + cfg.noisy_expert_episodes:
             pairs += record_demo(task, demo.competent(task, agent_seed), None, history_steps)
         else:
+            task = advised_tasks[i] if cfg.advised_env else task
             advice = experience_block(true_advice(task))
             pairs += record_demo(task, demo.advised(task, agent_seed), advice, history_steps,
                                  follow_progress=follow_progress)

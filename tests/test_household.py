@@ -214,7 +214,7 @@ def test_vocabulary_covers_every_word_play_produces():
 
 
 def test_the_moved_world_is_the_same_tasks_with_objects_in_other_places():
-    from edge.envs.household.world import WORLDS, likely_kinds, moved_likely
+    from edge.envs.household.world import likely_kinds, moved_likely
     from edge.envs.registry import generate_tasks as tasks_of
     from edge.envs.registry import knowledge
     from edge.envs.registry import make_env as env_named
@@ -232,14 +232,14 @@ def test_the_moved_world_is_the_same_tasks_with_objects_in_other_places():
     # The objects follow the moved regularities, no longer the usual ones.
     shares = {}
     for world, tasks in (("usual", usual), ("moved", moved)):
-        hits = {w: 0 for w in WORLDS}
+        hits = {w: 0 for w in ("usual", "moved")}
         total = 0
         for t in tasks:
             present = {kind_of(r) for r in t.spec["receptacles"]}
             for obj, loc in t.spec["objects"]:
                 if any(k in present for k in likely_kinds(kind_of(obj), world)):
                     total += 1
-                    for w in WORLDS:
+                    for w in hits:
                         hits[w] += kind_of(loc) in likely_kinds(kind_of(obj), w)
         shares[world] = {w: h / total for w, h in hits.items()}
     assert shares["moved"]["moved"] > PRIOR_MASS - 0.05 and shares["moved"]["usual"] < 0.15
@@ -255,10 +255,36 @@ def test_the_moved_world_is_the_same_tasks_with_objects_in_other_places():
     assert [env.step(a) for a in expert_plan(task)][-1].info.won
     with pytest.raises(ValueError, match="household_moved"):
         make_env().reset(task)  # the usual household refuses the moved world's task
-    with pytest.raises(ValueError, match="unknown household world 'tilted'"):
+    with pytest.raises(ValueError, match="household world 'tilted' has no likely kinds"):
         likely_kinds("apple", "tilted")
 
 
 def test_expert_solves_every_moved_task():
     report, _ = play("household_moved", "test_seen", "expert", 100, seed=0)
+    assert report.success_rate == 1.0
+
+
+def test_in_the_shuffled_world_each_tasks_object_lies_where_its_own_advice_says():
+    from edge.envs.registry import generate_tasks as tasks_of
+    from edge.envs.registry import knowledge
+
+    usual, shuffled = tasks_of("household", "train", 300, 0), tasks_of("household_shuffled", "train", 300, 0)
+    hits = total = 0
+    for u, s in zip(usual, shuffled):
+        assert (u.instruction, u.spec["goal"]) == (s.instruction, s.spec["goal"]) and s.env == "household_shuffled"
+        likely = s.spec["likely"]
+        assert len(likely) == 3 and s.spec["goal"]["target"] not in likely
+        assert set(likely) <= {kind_of(r) for r in s.spec["receptacles"]}
+        assert knowledge(s.env).oracle_advice(s)[0] == f"try : look for {s.spec['goal']['object']} in " \
+            + " , ".join(likely) + " ."
+        goal_objects = [loc for obj, loc in s.spec["objects"] if kind_of(obj) == s.spec["goal"]["object"]]
+        hits += sum(kind_of(loc) in likely for loc in goal_objects)
+        total += len(goal_objects)
+    assert hits / total > PRIOR_MASS - 0.05
+    # No regularity across tasks: an object kind's drawn places vary from task to task.
+    drawn: dict[str, set] = {}
+    for s in shuffled:
+        drawn.setdefault(s.spec["goal"]["object"], set()).add(tuple(s.spec["likely"]))
+    assert sum(len(v) > 1 for v in drawn.values()) > 0.8 * sum(len(v) > 0 for v in drawn.values() if len(v) > 0)
+    report, _ = play("household_shuffled", "test_seen", "expert", 60, seed=0)
     assert report.success_rate == 1.0

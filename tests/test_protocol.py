@@ -26,7 +26,7 @@ def test_builtin_envs_follow_the_protocol(name):
 
 
 def test_unknown_names_list_the_valid_ones():
-    with pytest.raises(ValueError, match=r"valid names: .*household, household_moved, shop"):
+    with pytest.raises(ValueError, match=r"valid names: .*household, household_moved, household_shuffled, shop"):
         make_env("alfred")
     with pytest.raises(ValueError, match="valid splits: train, test_seen, test_unseen"):
         generate_tasks("household", "valid", 3, seed=0)

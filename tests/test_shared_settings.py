@@ -156,6 +156,9 @@ def test_a_world_that_changed_trains_on_the_moved_household_from_another_setting
     assert shared.run_folder("moved150", "grpo", 2) == Path("benchmarks/sweep/moved150/runs/household_moved-grpo-s2")
     assert shared.bench_config("experts", ["grpo"], [0], jobs=2).warm_start_env is None
     assert shared.expert_episodes("moved150") is None  # another world: not a point on the experts axis
+    reading = shared.bench_config("moved_reading150", ["grpo"], [2], jobs=2)  # warm starts that read the advice
+    assert base_folder(reading, "household_moved", 2) == Path("benchmarks/sweep/reading150/runs/base-household-s2")
+    assert "warmup.advised_env=household_shuffled" in reading.extra and shared.expert_episodes("reading150") is None
 
     # Paired with GRPO of its own world only: its tasks are not the reference's.
     def fake_run(folder: Path, splits):

@@ -54,3 +54,25 @@ def test_tiny_warmup_changes_the_model_and_writes_its_report(tmp_path):
     assert len(saved["epoch_losses"]) == 2 and saved["epoch_losses"][1] < saved["epoch_losses"][0]
     assert 0 <= saved["plain_success"] <= 1 and saved["advised"]["episodes"] == 4
 
+
+
+def test_advised_demonstrations_play_the_same_tasks_in_the_advised_environment():
+    from edge.envs.registry import knowledge
+
+    cfg = WarmupConfig(env="household", explore_episodes=4, noisy_expert_episodes=4, advised_episodes=6)
+    usual = demonstrations(cfg, history_steps=1, seed=0)
+    shuffled = demonstrations(cfg.model_copy(update={"advised_env": "household_shuffled"}), history_steps=1, seed=0)
+    # The plain demonstrations are the default's, state for state; only the advised ones change.
+    plain = [(s.instruction, s.observation, a) for s, a in usual if s.experience is None]
+    assert plain == [(s.instruction, s.observation, a) for s, a in shuffled if s.experience is None]
+    firsts = {s.instruction: s for s, _ in shuffled if s.experience and not s.history}
+    assert firsts.keys() == {s.instruction for s, _ in usual if s.experience and not s.history}
+    assert {s.experience for s in firsts.values()} != {s.experience for s, _ in usual if s.experience}
+    # Each advised episode's advice names where its own task's object lies in the shuffled world.
+    from edge.envs.registry import generate_tasks
+
+    tasks = {t.instruction: t for t in generate_tasks("household_shuffled", "train", 14, 0)}
+    for instruction, state in firsts.items():
+        task = tasks[instruction]
+        advice = knowledge("household_shuffled").oracle_advice(task)[0]
+        assert advice in state.experience and task.spec["likely"][0] in advice

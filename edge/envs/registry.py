@@ -27,7 +27,8 @@ from edge.envs.base import SPLITS, Agent, Knowledge, Task, TextEnv
 
 ENTRY_POINT_GROUP = "edge.envs"
 BUILTIN = {"household": "edge.envs.household", "household_moved": "edge.envs.household_moved",
-           "shop": "edge.envs.shop", "webshop": "edge.envs.webshop", "alfworld": "edge.envs.alfworld"}
+           "household_shuffled": "edge.envs.household_shuffled", "shop": "edge.envs.shop",
+           "webshop": "edge.envs.webshop", "alfworld": "edge.envs.alfworld"}
 """What this project's own entry points declare; registered directly for a name no entry point declares
 (a source tree that was never installed has no entry points to read)."""
 RUNTIME = "registered at run time"

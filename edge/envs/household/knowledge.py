@@ -376,7 +376,9 @@ class HouseholdKnowledge(RoomKnowledge):
 
         goal = task.spec["goal"]
         present = {kind_of(r) for r in task.spec["receptacles"]}
-        likely = [k for k in likely_kinds(goal["object"], task.spec.get("world", "usual")) if k in present]
+        # A shuffled task carries its object's likely kinds; the other worlds' follow from the object's kind.
+        kinds = task.spec.get("likely") or likely_kinds(goal["object"], task.spec.get("world", "usual"))
+        likely = [k for k in kinds if k in present]
         advice = [find_in(goal["object"], likely)] if likely else []
         if goal["type"] in TRANSFORM:
             advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))

@@ -15,6 +15,7 @@ from edge.envs.base import Task
 from edge.envs.household.world import (
     OBJECT_KINDS,
     ROOM_RECEPTACLES,
+    SPECIAL_HOLDERS,
     SURFACES,
     TOOL_FOR,
     Layout,
@@ -110,29 +111,41 @@ def _choose_goal(task_type: str, layout: Layout, unseen: bool, rng: random.Rando
             "count": 2 if task_type == "pick_two_obj_and_place" else 1}
 
 
-def _place_objects(layout: Layout, goal: dict, rng: random.Random, world: str) -> list[list[str]]:
+def _place_objects(layout: Layout, goal: dict, rng: random.Random, world: str,
+                   goal_likely: tuple[str, ...] | None = None) -> list[list[str]]:
+    """The objects and where each lies. ``goal_likely``: the goal object's likely kinds (a shuffled task's);
+    the other objects keep ``world``'s regularities (the usual ones in the shuffled world)."""
     receptacles = list(layout.receptacles)
     # A goal object never starts where the goal wants it, or the task would be solved at step 0.
     goal_spots = [r for r in receptacles if kind_of(r) != goal["target"]]
     counts: dict[str, int] = {}
     placed = []
+    regular = "usual" if world == "shuffled" else world
 
-    def place(kind_name: str, spots: list[str]) -> None:
+    def place(kind_name: str, spots: list[str], likely: tuple[str, ...] | None = None) -> None:
         counts[kind_name] = counts.get(kind_name, 0) + 1
-        placed.append([f"{kind_name} {counts[kind_name]}", sample_location(OBJECT_KINDS[kind_name], spots, rng, world)])
+        where = sample_location(OBJECT_KINDS[kind_name], spots, rng, regular, likely)
+        placed.append([f"{kind_name} {counts[kind_name]}", where])
 
     n_goal = goal["count"] + rng.randint(0, 1)
     for _ in range(n_goal):
-        place(goal["object"], goal_spots)
+        place(goal["object"], goal_spots, goal_likely)
     others = [k.name for k in kinds_in_room(layout.room) if k.name != goal["object"]]
     for _ in range(rng.randint(8, 14)):
         place(rng.choice(others), receptacles)
     return placed
 
 
+def shuffled_likely(layout: Layout, goal: dict, rng: random.Random) -> tuple[str, ...]:
+    """A shuffled task's likely kinds for its object: three kinds of the room drawn for this task (never
+    the target's, never a special holder), most likely first."""
+    kinds = sorted({kind_of(r) for r in layout.receptacles} - {goal["target"]} - SPECIAL_HOLDERS)
+    return tuple(rng.sample(kinds, min(3, len(kinds))))
+
+
 def make_task(split: str, index: int, seed: int, world: str = "usual") -> Task:
-    """Task ``index`` of ``split`` for ``seed``. In the ``moved`` world the same task (room, layout, goal,
-    instruction) has its objects placed by the moved regularities, and belongs to ``household_moved``."""
+    """Task ``index`` of ``split`` for ``seed``. In another world (``world.WORLDS``) the same task (room, layout,
+    goal, instruction) has its objects placed by that world's regularities, and belongs to ``household_<world>``."""
     rng = random.Random(f"household-{seed}-{split}-{index}")
     task_type = TASK_TYPES[index % len(TASK_TYPES)]
     unseen = split == "test_unseen"
@@ -147,8 +160,9 @@ def make_task(split: str, index: int, seed: int, world: str = "usual") -> Task:
     placing = random.Random()
     placing.setstate(rng.getstate())
     objects = _place_objects(layout, goal, rng, "usual")
+    goal_likely = shuffled_likely(layout, goal, placing) if world == "shuffled" else None
     if world != "usual":
-        objects = _place_objects(layout, goal, placing, world)
+        objects = _place_objects(layout, goal, placing, world, goal_likely)
     spec = {
         "room": room,
         "layout": layout.layout_id,
@@ -161,6 +175,8 @@ def make_task(split: str, index: int, seed: int, world: str = "usual") -> Task:
     if world != "usual":  # the usual world's tasks stay exactly as they were (their files, their hashes)
         spec["world"] = world
         env = f"household_{world}"
+    if goal_likely:
+        spec["likely"] = list(goal_likely)
     return Task(env=env, split=split, task_id=f"{env}-{split}-{index:05d}",
                 task_type=task_type, instruction=instruction_for(goal, rng), spec=spec)
 

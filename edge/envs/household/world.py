@@ -153,9 +153,11 @@ def make_layout(room: str, index: int, seed: int) -> Layout:
     return Layout(f"{room}-{index}", room, tuple(names), lamp)
 
 
-WORLDS = ("usual", "moved")
-"""The usual house, and the house whose objects moved: every object kind's likely receptacle kinds are
-others of its rooms (``moved_likely``), so what a warm start learnt about where things lie is wrong there."""
+WORLDS = ("usual", "moved", "shuffled")
+"""The usual house; the house whose objects moved: every object kind's likely receptacle kinds are others of
+its rooms (``moved_likely``), so what a warm start learnt about where things lie is wrong there; and the
+shuffled house, where each task's object lies in kinds drawn for that task alone (``Task.spec["likely"]``):
+there only the advice knows where to look, so a policy that clones advised episodes there must read it."""
 
 # Receptacles that hold one special thing each in ALFWorld: never where a moved object goes.
 SPECIAL_HOLDERS = frozenset({"towelholder", "handtowelholder", "toiletpaperhanger"})
@@ -170,16 +172,19 @@ def moved_likely(kind: ObjectKind) -> tuple[str, ...]:
 
 
 def likely_kinds(kind_name: str, world: str = "usual") -> tuple[str, ...]:
-    """The receptacle kinds that usually hold ``kind_name`` in ``world`` (one of ``WORLDS``), most likely first."""
-    if world not in WORLDS:
-        raise ValueError(f"unknown household world {world!r}; valid worlds: {', '.join(WORLDS)}")
+    """The receptacle kinds that usually hold ``kind_name`` in ``world`` (``usual`` or ``moved``), most likely
+    first. The shuffled world has no such kinds: each of its tasks draws its own."""
+    if world not in WORLDS[:2]:
+        raise ValueError(f"household world {world!r} has no likely kinds per object kind; valid worlds: usual, moved")
     kind = OBJECT_KINDS[kind_name]
     return kind.likely if world == "usual" else moved_likely(kind)
 
 
-def sample_location(kind: ObjectKind, receptacles: list[str], rng: random.Random, world: str = "usual") -> str:
-    """Where an object of ``kind`` lies in ``world``: mostly its likely kinds, otherwise anywhere."""
-    likely = [(k, w) for k, w in zip(likely_kinds(kind.name, world), LIKELY_WEIGHTS)
+def sample_location(kind: ObjectKind, receptacles: list[str], rng: random.Random, world: str = "usual",
+                    likely: tuple[str, ...] | None = None) -> str:
+    """Where an object of ``kind`` lies in ``world``: mostly its likely kinds (``likely`` when given: a
+    shuffled task's own), otherwise anywhere."""
+    likely = [(k, w) for k, w in zip(likely or likely_kinds(kind.name, world), LIKELY_WEIGHTS)
               if any(kind_of(r) == k for r in receptacles)]
     if likely and rng.random() < PRIOR_MASS:
         chosen = rng.choices([k for k, _ in likely], weights=[w for _, w in likely])[0]

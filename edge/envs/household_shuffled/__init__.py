@@ -1,0 +1,31 @@
+"""``household_shuffled``: the household where only the advice knows where a task's object lies.
+
+The same tasks as ``household``, task for task, but each task's object lies mostly in three receptacle kinds
+of its room drawn for that task alone (kept in ``Task.spec["likely"]``, which the oracle's advice names), so
+no regularity across tasks says where to look. It exists for the warm start
+(``warmup.advised_env: household_shuffled``): advised demonstrations played here teach a policy to read
+where the advice says to look, instead of learning the usual places the advice happens to repeat.
+"""
+
+from edge.envs.household import AGENTS, KNOWLEDGE, vocabulary
+from edge.envs.household.env import HouseholdEnv
+from edge.envs.household.tasks import generate_tasks as _household_tasks
+
+DESCRIPTION = "the household where each task's object lies where only the advice says"
+WORLD = "shuffled"
+
+__all__ = ["AGENTS", "DESCRIPTION", "KNOWLEDGE", "ShuffledHouseholdEnv", "generate_tasks", "make_env", "vocabulary"]
+
+
+class ShuffledHouseholdEnv(HouseholdEnv):
+    """The household's rules unchanged; only its tasks (where objects start) differ."""
+
+    name = "household_shuffled"
+
+
+def make_env(max_steps: int = 50) -> ShuffledHouseholdEnv:
+    return ShuffledHouseholdEnv(max_steps=max_steps)
+
+
+def generate_tasks(split: str, n: int, seed: int):
+    return _household_tasks(split, n, seed, world=WORLD)
