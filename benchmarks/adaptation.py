@@ -24,6 +24,8 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared settings' runs and helpers
 import shared_settings as shared  # noqa: E402
 
@@ -36,7 +38,8 @@ from edge.benchmarking.learning import (  # noqa: E402
 )
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
-from edge.envs.household.world import kind_of, likely_kinds  # noqa: E402
+from edge.envs.household.knowledge import FIND_OPENING  # noqa: E402
+from edge.envs.household.world import OBJECT_KINDS, kind_of, likely_kinds  # noqa: E402
 from edge.plots import curves_plot  # noqa: E402
 from edge.rollout import read_rollouts  # noqa: E402
 
@@ -147,6 +150,26 @@ def report(seeds: list[int]) -> dict:
     return rows
 
 
+def bank_places(folder: Path) -> dict:
+    """What a run's final bank says about where objects lie: of the places its active find entries name
+    (``try : look for <object> in <kind> , <kind> .``), the share where the object usually lay and the share
+    where it lies in the moved world. Does the bank learn what changed?"""
+    last = sorted(folder.glob("round_[0-9][0-9][0-9]"))[-1]
+    named = {"usual": 0, "moved": 0, "places": 0, "entries": 0}
+    for entry in pq.read_table(last / "bank.parquet", columns=["text", "status"]).to_pylist():
+        if entry["status"] != "active" or not entry["text"].startswith(FIND_OPENING):
+            continue
+        obj, _, kinds = entry["text"].removeprefix(FIND_OPENING).removesuffix(" .").partition(" in ")
+        if obj not in OBJECT_KINDS:  # where a lamp stands: the same in both worlds
+            continue
+        places = kinds.split(" , ")
+        named["entries"] += 1
+        named["places"] += len(places)
+        for world in ("usual", "moved"):
+            named[world] += sum(p in likely_kinds(obj, world) for p in places)
+    return named
+
+
 def from_warm_start(seeds: list[int]) -> dict:
     """The same reading of the runs that start on the moved world from the warm start (shared_settings.py's
     ``moved150``: GRPO, and the oracle control and EDGE with their scaffolds), where they have finished."""
@@ -155,6 +178,9 @@ def from_warm_start(seeds: list[int]) -> dict:
         folders = [shared.run_folder("moved150", method, s) for s in seeds]
         if all(shared.finished(f) for f in folders):
             out[method] = first_searches(folders)
+            if method == "edge":
+                banks = [bank_places(f) for f in folders]
+                out["edge_bank"] = {k: sum(b[k] for b in banks) for k in banks[0]}
     return out
 
 
@@ -200,8 +226,13 @@ def markdown(result: dict) -> str:
 
     for start, name in STARTS.items():
         lines.append(f"| GRPO from {name}'s final policy | {cells(rows[start]['first_search'])} |")
-    for method, searches in result.get("from_warm_start", {}).items():
+    searched = {k: v for k, v in result.get("from_warm_start", {}).items() if k in STARTS}
+    for method, searches in searched.items():
         lines.append(f"| {STARTS[method]} from the warm start (moved150) | {cells(searches)} |")
+    if bank := result.get("from_warm_start", {}).get("edge_bank"):
+        lines += ["", f"EDGE's final banks on the moved world (moved150, all seeds): {bank['entries']} active entries "
+                  f"say where an object lies, naming {bank['places']} places; {bank['moved'] / bank['places']:.0%} are "
+                  f"where the object lies now, {bank['usual'] / bank['places']:.0%} where it usually lay before."]
     return "\n".join(lines) + "\n"
 
 

@@ -116,3 +116,21 @@ def test_first_searches_count_where_plain_episodes_look_first_in_each_world(adap
     searches = adaptation.first_searches([Path("run")], rounds=(0, 3, 7))
     assert searches["0"] == {"usual": pytest.approx(1 / 3), "moved": pytest.approx(1 / 3), "episodes": 3}
     assert searches["3"] == {"usual": 0.0, "moved": 1.0, "episodes": 1} and searches["7"] == {}
+
+
+def test_bank_places_read_where_the_final_banks_find_entries_send_the_agent(adaptation, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from edge.envs.household.world import likely_kinds
+
+    usual, moved = likely_kinds("apple", "usual"), likely_kinds("apple", "moved")
+    rows = [(f"try : look for apple in {usual[0]} , {moved[0]} , {moved[1]} .", "active"),
+            (f"try : look for apple in {usual[0]} .", "pruned"),  # no longer in the bank
+            ("try : look for desklamp in desk .", "active"),  # a lamp's place: not an object kind's
+            ("try : heat the apple with the microwave before you put it in place .", "active")]
+    for k, table in ((0, rows[1:2]), (1, rows)):  # only the last round's bank counts
+        (tmp_path / f"round_{k:03d}").mkdir()
+        pq.write_table(pa.table({"text": [t for t, _ in table], "status": [s for _, s in table]}),
+                       tmp_path / f"round_{k:03d}" / "bank.parquet")
+    assert adaptation.bank_places(tmp_path) == {"usual": 1, "moved": 2, "places": 3, "entries": 1}
