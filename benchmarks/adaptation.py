@@ -60,7 +60,10 @@ def source_checkpoint(start: str, seed: int) -> Path:
     if not shared.finished(folder):
         raise ValueError(f"{folder} has not finished: run `benchmarks/shared_settings.py --setting {SOURCE} "
                          f"--seed {seed} --oracle --edge` first")
-    return sorted(folder.glob("round_[0-9][0-9][0-9]"))[-1] / "checkpoint"
+    checkpoint = sorted(folder.glob("round_[0-9][0-9][0-9]"))[-1] / "checkpoint"
+    if not (checkpoint / "edge_manifest.json").exists():  # the benchmark would take the link for a warm start to build
+        raise ValueError(f"{checkpoint} is not a sealed checkpoint (no edge_manifest.json)")
+    return checkpoint
 
 
 def bases_dir(start: str) -> Path:

@@ -15,6 +15,7 @@ def adaptation():
 def finished_run(folder: Path, rounds: int = 2) -> Path:
     for k in range(rounds):
         (folder / f"round_{k:03d}" / "checkpoint").mkdir(parents=True)
+        (folder / f"round_{k:03d}" / "checkpoint" / "edge_manifest.json").write_text("{}")
     return folder
 
 
@@ -28,9 +29,11 @@ def test_each_start_is_a_link_to_its_source_runs_final_checkpoint(adaptation, tm
     assert link.resolve() == (sources["grpo"] / "round_001" / "checkpoint").resolve()
     adaptation.link_warm_starts("grpo", [0, 1])  # again: nothing to do
     cfg = adaptation.bench_config("grpo", [0, 1], jobs=2)
-    from edge.benchmarking.learning import base_folder
+    from edge.benchmarking.learning import base_checkpoint, base_folder
 
     assert base_folder(cfg, "household_moved", 1) == link  # where the benchmark looks, the link is
+    # ... and it counts as built: no warm start is trained into (or over) the source's checkpoint.
+    assert base_checkpoint(cfg, "household_moved", 1, launch=lambda *a: pytest.fail("built a warm start")) == link
     assert cfg.methods == ["grpo"] and cfg.envs == ["household_moved"]
     assert cfg.extra == ["warmup.noisy_expert_episodes=150"]
     with pytest.raises(ValueError, match="has not finished"):

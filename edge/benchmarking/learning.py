@@ -144,7 +144,8 @@ def base_checkpoint(cfg: LearningBenchConfig, env: str, seed: int, launch: Launc
     """The warm start the runs of ``seed`` on ``env`` begin from (built once, then reused). Built here with
     its output on the console, or through ``launch`` with its output in ``<runs_dir>/logs``."""
     folder, seed = base_folder(cfg, env, seed), warm_start_seed(cfg, seed)
-    if not (folder / "warmup.json").exists():
+    # Built: a warm start's report is there, or a sealed checkpoint (a link to another run's final policy).
+    if not (folder / "warmup.json").exists() and not (folder / "edge_manifest.json").exists():
         arguments = ["warmup", "--params", str(cfg.params), "--out", str(folder),
                      "--set", f"warmup.env={cfg.warm_start_env or env}",
                      *sum((["--set", s] for s in cfg.extra), []), "--set", f"seed={seed}"]
