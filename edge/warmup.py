@@ -85,6 +85,20 @@ def demonstrators(cfg: WarmupConfig) -> Demonstrators:
                          advised=(lambda task, s: make_agent(cfg.env, "expert", s)) if oracle else None)
 
 
+def other_placing(cfg: WarmupConfig, tasks: list[Task], seed: int) -> list[Task]:
+    """``tasks`` as ``warmup.advised_env`` generates them: the same tasks (instructions), objects elsewhere."""
+    try:
+        others = generate_tasks(cfg.advised_env, "train", len(tasks), seed)
+    except ValueError as err:
+        raise ValueError(f"warmup.advised_env: {err}") from None
+    for ours, theirs in zip(tasks, others):
+        if ours.instruction != theirs.instruction:
+            raise ValueError(f"warmup.advised_env {cfg.advised_env!r} does not play warmup.env {cfg.env!r}'s tasks: "
+                             f"{ours.task_id} is {ours.instruction!r} there, {theirs.instruction!r} here; expected an "
+                             f"environment of the same tasks with objects elsewhere (household_shuffled for household)")
+    return others
+
+
 def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
                    follow_progress: bool = False) -> list[tuple[AgentState, str]]:
     """The behaviour-cloning pairs: explorer, competent and advised episodes on ``seed``'s train tasks;
@@ -98,8 +112,8 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
     generated = generate_tasks(cfg.env, "train", total, seed)
     tasks = [generated[j] for j in order]  # as rng.shuffle(generated) would, drawing the same numbers
     if cfg.advised_env:  # the same tasks with their objects placed by the advised environment's world
-        generated = generate_tasks(cfg.advised_env, "train", total, seed)
-        advised_tasks = [generated[j] for j in order]
+        others = other_placing(cfg, generated, seed)
+        advised_tasks = [others[j] for j in order]
     pairs: list[tuple[AgentState, str]] = []
     for i, task in enumerate(tasks):
         agent_seed = rng.randrange(2**31)

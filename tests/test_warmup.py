@@ -76,3 +76,12 @@ def test_advised_demonstrations_play_the_same_tasks_in_the_advised_environment()
         task = tasks[instruction]
         advice = knowledge("household_shuffled").oracle_advice(task)[0]
         assert advice in state.experience and task.spec["likely"][0] in advice
+
+
+@pytest.mark.parametrize("advised_env,expected", [("kitchen", "warmup.advised_env: unknown environment 'kitchen'"),
+                                                   ("shop", "does not play warmup.env 'household'")])
+def test_an_advised_environment_that_is_not_the_same_tasks_is_refused_by_name(advised_env, expected):
+    cfg = WarmupConfig(env="household", explore_episodes=2, noisy_expert_episodes=0, advised_episodes=2,
+                       advised_env=advised_env)
+    with pytest.raises(ValueError, match=expected):
+        demonstrations(cfg, history_steps=1, seed=0)
