@@ -95,7 +95,7 @@ def other_placing(cfg: WarmupConfig, tasks: list[Task], seed: int) -> list[Task]
         if ours.instruction != theirs.instruction:
             raise ValueError(f"warmup.advised_env {cfg.advised_env!r} does not play warmup.env {cfg.env!r}'s tasks: "
                              f"{ours.task_id} is {ours.instruction!r} there, {theirs.instruction!r} here; expected an "
-                             f"environment of the same tasks with objects elsewhere (household_shuffled for household)")
+                             "environment of the same tasks with objects elsewhere")
     return others
 
 
