@@ -267,9 +267,12 @@ def markdown(result: dict) -> str:
         return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
 
     intro, bullets = __doc__.split("\n\n")[1:3]
+    moved = [h for h in result["rows"] if h in WARM_STARTS_OF]
     lines = ["# Settings every method shares, which change the warm start too", "", intro.replace("\n", " "), "",
              *("- " + b.replace("\n  ", " ") for b in bullets.removeprefix("- ").split("\n- ")), "",
-             f"Seeds {result['seeds']}; household {SPLIT}, 400 tasks a seed; {result['machine']}; "
+             f"Seeds {result['seeds']}; household {SPLIT}"
+             + (f" ({MOVED_ENV} {SPLIT} for " + ", ".join(moved) + ")" if moved else "")
+             + f", 400 tasks a seed; {result['machine']}; "
              f"command: `{result['command']}`.", "",
              "Final success, mean over seeds; differences in points, paired by seed, Student-t 95% interval "
              "and the exact permutation p-value.", "",
