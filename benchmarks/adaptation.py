@@ -34,7 +34,6 @@ from edge.benchmarking.learning import (  # noqa: E402
     paired_difference,
     read_run,
     run_benchmark,
-    signed_points,
 )
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
@@ -188,12 +187,7 @@ def from_warm_start(seeds: list[int]) -> dict:
 
 
 def markdown(result: dict) -> str:
-    def pct(e):
-        return f"{e['mean']:.1%}" if e else "–"
-
-    def diff(e):
-        return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
-
+    pct, diff = shared.pct, shared.diff  # the shared settings' table cells
     rows = result["rows"]
     lines = ["# After the world changed: GRPO on the moved household from each method's final policy", "",
              " ".join(__doc__.split("\n\n")[1].split()), "",

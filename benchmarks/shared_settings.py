@@ -259,13 +259,17 @@ def report(settings: list[str], seeds: list[int], methods: list[str], split: str
     return out
 
 
+def pct(e: dict | None) -> str:
+    """A mean as a percentage in a table cell; – where there is none."""
+    return f"{e['mean']:.1%}" if e else "–"
+
+
+def diff(e: dict | None) -> str:
+    """A paired difference in points with its interval and p-value in a table cell; – where there is none."""
+    return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
+
+
 def markdown(result: dict) -> str:
-    def pct(e):
-        return f"{e['mean']:.1%}" if e else "–"
-
-    def diff(e):
-        return f"{signed_points(e)} (p {e['p_value']:.3f})" if e else "–"
-
     intro, bullets = __doc__.split("\n\n")[1:3]
     moved = [h for h in result["rows"] if h in WARM_STARTS_OF]
     lines = ["# Settings every method shares, which change the warm start too", "", intro.replace("\n", " "), "",
