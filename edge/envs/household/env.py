@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from edge.envs.base import Reset, Step, StepInfo, Task, check_can_step
 from edge.envs.household.tasks import TRANSFORM
-from edge.envs.household.world import LAMPS, OPENABLE, TOOL_FOR, kind_of
+from edge.envs.household.world import LAMPS, OPENABLE, TOOL_FOR, env_name, kind_of
 
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
 NOTHING_HAPPENS = "Nothing happens."
@@ -32,12 +32,12 @@ def see_list(names: list[str]) -> str:
 class HouseholdEnv:
     """One household episode at a time. See ``edge.envs.base.TextEnv``."""
 
-    name = "household"
-
-    def __init__(self, max_steps: int = 50):
+    def __init__(self, max_steps: int = 50, world: str = "usual"):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.max_steps = max_steps
+        self.name = env_name(world)
+        """The same rules in every world; only the tasks it accepts (where their objects start) differ."""
         self.task: Task | None = None
 
     # ----- episode -----------------------------------------------------------------------
@@ -173,8 +173,8 @@ class HouseholdEnv:
         return len(placed) >= goal["count"]
 
 
-def make_env(max_steps: int = 50) -> HouseholdEnv:
-    return HouseholdEnv(max_steps=max_steps)
+def make_env(max_steps: int = 50, world: str = "usual") -> HouseholdEnv:
+    return HouseholdEnv(max_steps=max_steps, world=world)
 
 
 __all__ = ["HouseholdEnv", "make_env", "LAMPS"]

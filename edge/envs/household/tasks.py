@@ -19,6 +19,7 @@ from edge.envs.household.world import (
     SURFACES,
     TOOL_FOR,
     Layout,
+    env_name,
     kind_of,
     kinds_in_room,
     make_layout,
@@ -171,10 +172,9 @@ def make_task(split: str, index: int, seed: int, world: str = "usual") -> Task:
         "objects": objects,
         "goal": goal,
     }
-    env = "household"
+    env = env_name(world)
     if world != "usual":  # the usual world's tasks stay exactly as they were (their files, their hashes)
         spec["world"] = world
-        env = f"household_{world}"
     if goal_likely:
         spec["likely"] = list(goal_likely)
     return Task(env=env, split=split, task_id=f"{env}-{split}-{index:05d}",

@@ -163,6 +163,11 @@ there only the advice knows where to look, so a policy that clones advised episo
 SPECIAL_HOLDERS = frozenset({"towelholder", "handtowelholder", "toiletpaperhanger"})
 
 
+def env_name(world: str) -> str:
+    """The registry name of the household in ``world``: ``household``, else ``household_<world>``."""
+    return "household" if world == "usual" else f"household_{world}"
+
+
 def moved_likely(kind: ObjectKind) -> tuple[str, ...]:
     """Where ``kind`` lies once the house has moved: as many receptacle kinds as its usual list, drawn
     (fixed by the kind's name) from its rooms' receptacle kinds that are not in the usual list."""

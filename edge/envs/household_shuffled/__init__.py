@@ -9,23 +9,18 @@ where the advice says to look, instead of learning the usual places the advice h
 
 from edge.envs.household import AGENTS, KNOWLEDGE, vocabulary
 from edge.envs.household.env import HouseholdEnv
-from edge.envs.household.tasks import generate_tasks as _household_tasks
+from edge.envs.household.env import make_env as household_env
+from edge.envs.household.tasks import generate_tasks as household_tasks
 
 DESCRIPTION = "the household where each task's object lies where only the advice says"
 WORLD = "shuffled"
 
-__all__ = ["AGENTS", "DESCRIPTION", "KNOWLEDGE", "ShuffledHouseholdEnv", "generate_tasks", "make_env", "vocabulary"]
+__all__ = ["AGENTS", "DESCRIPTION", "KNOWLEDGE", "generate_tasks", "make_env", "vocabulary"]
 
 
-class ShuffledHouseholdEnv(HouseholdEnv):
-    """The household's rules unchanged; only its tasks (where objects start) differ."""
-
-    name = "household_shuffled"
-
-
-def make_env(max_steps: int = 50) -> ShuffledHouseholdEnv:
-    return ShuffledHouseholdEnv(max_steps=max_steps)
+def make_env(max_steps: int = 50) -> HouseholdEnv:
+    return household_env(max_steps, WORLD)
 
 
 def generate_tasks(split: str, n: int, seed: int):
-    return _household_tasks(split, n, seed, world=WORLD)
+    return household_tasks(split, n, seed, WORLD)
