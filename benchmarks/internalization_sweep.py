@@ -123,6 +123,11 @@ CONFIGS = {
             "(step_probe_o23_place_xeon10.md), and wins 5.6 points fewer simple tasks",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.block_follows_progress=true"]),
+    "o26": ("o23 handed off after round 3 (bank.rho_schedule = handoff, handoff_round = 4): rounds 4-7 retrieve "
+            "nothing and take GRPO's update on the policy o23 trained. The oracle control leads GRPO after round 3 "
+            "and GRPO closes most of that by round 7: is the early lead kept once the scaffold's own update stops?",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
@@ -187,6 +192,11 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
              "bank.block_follows_progress=true"]),
+    "e24": ("e22 handed off after round 3 (bank.rho_schedule = handoff, handoff_round = 4): o26's schedule with the "
+            "learned bank, which keeps being written and is read again only at the evaluation with the bank",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4"]),
 }
 
 

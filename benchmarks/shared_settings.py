@@ -30,6 +30,10 @@ read within one setting and each is also compared with itself under the benchmar
   ``household_shuffled`` (``warmup.advised_env``), where each task's object lies where only its advice says,
   so that the warm start learns to read the advice instead of the usual places it repeats; then runs on the
   moved household from those warm starts.
+- ``moved_reading150_handoff``: ``moved_reading150`` with the scaffold handed off after round 3
+  (``bank.rho_schedule: handoff``): from round 4 on the methods with experience retrieve nothing and take GRPO's
+  update. There the oracle control leads GRPO after round 3 on every seed and ends below it: is the lead kept
+  once the scaffold's own update stops? GRPO does not read the field, so its runs are ``moved_reading150``'s.
 
     .venv/bin/python benchmarks/shared_settings.py --setting follow [--setting history2] --seed 0 ... [--oracle --edge]
         [--split test_unseen] [--name NAME]
@@ -88,12 +92,17 @@ SETTINGS = {
     "moved150": ["warmup.noisy_expert_episodes=150"],
     "reading150": ["warmup.noisy_expert_episodes=150", "warmup.advised_env=household_shuffled"],
     "moved_reading150": ["warmup.noisy_expert_episodes=150", "warmup.advised_env=household_shuffled"],
+    "moved_reading150_handoff": ["warmup.noisy_expert_episodes=150", "warmup.advised_env=household_shuffled",
+                                 "bank.rho_schedule=handoff", "bank.handoff_round=4"],
 }
 """Each setting's overrides of params.yaml, for its warm starts and every run."""
 MOVED_ENV = "household_moved"
-WARM_STARTS_OF = {"moved": REFERENCE, "moved150": "experts", "moved_reading150": "reading150"}
+WARM_STARTS_OF = {"moved": REFERENCE, "moved150": "experts", "moved_reading150": "reading150",
+                  "moved_reading150_handoff": "reading150"}
 """The settings whose runs are on ``MOVED_ENV``, and the setting whose warm starts (made in the usual household)
 they begin from."""
+GRPO_OF = {"moved_reading150_handoff": "moved_reading150"}
+"""Settings that change only fields GRPO does not read: their GRPO runs are the named setting's, not made again."""
 UPDATES = {sweep.ORACLE: "o23", "edge": "e22"}
 """Each method with experience runs as its best row of the internalization sweep: the oracle control with
 o23's update, EDGE with e22's bank. GRPO runs beside the oracle control (it reads none of o23's fields)."""
@@ -134,6 +143,8 @@ def run_folder(setting: str, method: str, seed: int) -> Path:
     """Where one run is: the reference setting's runs are the benchmark's (GRPO) and the sweep's own."""
     if setting == REFERENCE:
         return sweep.run_folder(UPDATES.get(method, sweep.GRPO), seed, Path("benchmarks/runs"))
+    if method == sweep.GRPO:
+        setting = GRPO_OF.get(setting, setting)
     return ROOT / setting / "runs" / run_name(env_of(setting), method, seed)
 
 
@@ -364,7 +375,11 @@ def main() -> None:
     methods = with_grpo + (["edge"] if args.edge else [])
     if not args.report_only:
         for setting in settings[1:]:
-            run_benchmark(bench_config(setting, with_grpo, args.seed, args.jobs), track=False)
+            if setting in GRPO_OF:  # its GRPO runs are another setting's (made there if missing: finished are skipped)
+                run_benchmark(bench_config(GRPO_OF[setting], [sweep.GRPO], args.seed, args.jobs), track=False)
+            trained = [m for m in with_grpo if not (m == sweep.GRPO and setting in GRPO_OF)]
+            if trained:
+                run_benchmark(bench_config(setting, trained, args.seed, args.jobs), track=False)
             if args.edge:
                 run_benchmark(bench_config(setting, ["edge"], args.seed, args.jobs), track=False)
     command = ("benchmarks/shared_settings.py " + " ".join(f"--setting {h}" for h in settings[1:]) + " "

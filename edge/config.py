@@ -289,16 +289,22 @@ class BankConfig(_Section):
     (~6-7 ms fixed cost a query; add a vector index for very large banks)."""
     rho: float = Field(0.5, ge=0, le=1)
     """Share of each group conditioned on the retrieved entries: G_e = round(rho * G)."""
-    rho_schedule: Literal["constant", "withdraw"] = "constant"
+    rho_schedule: Literal["constant", "withdraw", "handoff"] = "constant"
     """``constant``: ``rho`` every round (the spec). ``withdraw``: the scaffold is withdrawn as the plain
     policy catches up, as Skill0 withdraws skill context by curriculum: round k conditions
     rho_k = rho_min + (rho - rho_min) * min(1, L / L_first) of each group, where L is the scaffold's lead in
     the last round whose groups retrieved (the share of the conditioned members' success the plain members
     had not reached: max(q - p, 0) / q) and L_first that of the first such round
-    (``edge.algorithms.contribution.scheduled_rho``)."""
+    (``edge.algorithms.contribution.scheduled_rho``). ``handoff``: the scaffold is removed at once from
+    round ``handoff_round`` on: nothing is retrieved, no member is conditioned and nothing is distilled, so
+    those rounds are GRPO's update (same episodes and optimizer steps) on the policy the scaffold trained.
+    The oracle control leads GRPO after round 3 and GRPO closes the gap by round 7 (shared_settings.md);
+    handing off asks whether the early lead is kept once the scaffold's own update stops."""
     rho_min: float = Field(0.25, ge=0, le=1)
     """``rho_schedule: withdraw``: the share still conditioned once the plain members have caught up (kept
     above 0 so that Delta, the credit and the distillation gate stay measured)."""
+    handoff_round: int = Field(4, ge=1)
+    """``rho_schedule: handoff``: the first round trained without the scaffold (rounds count from 0)."""
     conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
     """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
     spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they

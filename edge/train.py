@@ -345,11 +345,14 @@ class Run:
 
 # ----- stages --------------------------------------------------------------------------------
 def conditioned_share(run: Run, k: int) -> float:
-    """rho for round k: the method's, or withdrawn by ``bank.rho_schedule`` as the plain members catch
-    up with the conditioned ones in rounds 0..k-1 (read from their sealed ``scores.json``)."""
+    """rho for round k: the method's; 0 from ``bank.handoff_round`` on under ``rho_schedule: handoff``; or
+    withdrawn by ``rho_schedule: withdraw`` as the plain members catch up with the conditioned ones in rounds
+    0..k-1 (read from their sealed ``scores.json``)."""
     cfg = run.params.bank
     if cfg.rho_schedule == "constant":
         return run.settings.rho
+    if cfg.rho_schedule == "handoff":
+        return run.settings.rho if k < cfg.handoff_round else 0.0
     leads = [scaffold_lead(run.read_json(j, "scores.json")["groups"]) for j in range(k)]
     return scheduled_rho(run.settings.rho, cfg.rho_min, leads)
 
@@ -368,10 +371,11 @@ def collect_stage(run: Run, k: int) -> Path:
         conditioned = round(rho * cfg.group_size)
         if run.params.bank.rho_schedule != "constant":
             schedule["rho"] = rho
-        retrieval_started = time.perf_counter()
-        stream = stage_seed(run.params.seed, k, "collect")
-        experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
-        retrieval_seconds = time.perf_counter() - retrieval_started
+        if conditioned > 0:  # a scaffold handed off retrieves nothing: its rounds are GRPO's
+            retrieval_started = time.perf_counter()
+            stream = stage_seed(run.params.seed, k, "collect")
+            experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
+            retrieval_seconds = time.perf_counter() - retrieval_started
     trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),

@@ -387,6 +387,49 @@ def test_the_withdrawal_schedule_sets_each_rounds_conditioned_members(tmp_path, 
             assert t.conditioned == (t.member < members)
 
 
+def test_a_handed_off_scaffold_trains_with_grpos_update_from_its_round_on(tmp_path, monkeypatch):
+    from edge.policy.actor import Actor
+    from edge.policy.model import load_policy
+    from edge.train import Run, rollout, stage_seed
+
+    def graded(*args, **kwargs):  # an untrained policy wins nothing: rewards by member give every group signal
+        trajectories = rollout(*args, **kwargs)
+        for t in trajectories:
+            t.reward = t.score = 1.0 / (1 + t.member)
+            t.won = t.member == 0
+        return trajectories
+
+    monkeypatch.setattr("edge.train.rollout", graded)
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    # o23's update, which has a term of its own for every kind of state, handed off after round 0.
+    raw["bank"] |= {"rho_schedule": "handoff", "handoff_round": 1, "conditioned_pg": "own-and-plain"}
+    raw["distill"] |= {"anchor": 1.0, "states": "both"}
+    params = parse_params(raw)
+    run = train(params)
+    rounds = [json.loads((run.round_dir(k) / "train_metrics.json").read_text()) for k in range(2)]
+    assert [json.loads((run.round_dir(k) / "collect.json").read_text())["rho"] for k in range(2)] == [0.5, 0.0]
+    assert any(t.conditioned for t in run.rollouts(0)) and rounds[0]["distill_samples"] > 0
+    assert not any(t.conditioned or t.experience for t in run.rollouts(1))
+    assert rounds[1]["distill_samples"] == 0 and rounds[1]["train_success_conditioned"] is None
+    assert rounds[1]["samples"] > 0
+    # Round 1's weights are GRPO's update of round 0's, on round 1's episodes, with its minibatches and seed.
+    start = Run.open(params)
+    policy, optimizer = start.policy_for(1)
+    g = params.grpo
+    samples, _ = grpo_samples(run.rollouts(1), g.std_normalize)
+    policy_update(Actor(policy), optimizer, samples,
+                  UpdateConfig(g.lr, g.epochs, g.minibatches, g.clip_low, g.clip_high, g.beta, g.loss_agg,
+                               g.max_grad_norm),
+                  torch.Generator().manual_seed(stage_seed(params.seed, 1, "update")))
+    trained = load_policy(params.policy, checkpoint=run.round_dir(1) / "checkpoint", seed=params.seed,
+                          envs=[params.train.env])
+    before = load_policy(params.policy, checkpoint=run.round_dir(0) / "checkpoint", seed=params.seed,
+                         envs=[params.train.env])
+    pairs = list(zip(policy.model.parameters(), trained.model.parameters()))
+    assert all(torch.equal(a, b) for a, b in pairs)
+    assert any(not torch.equal(a, b) for a, b in zip(before.model.parameters(), trained.model.parameters()))
+
+
 def test_settings_a_method_never_reads_are_named_and_warned_about(caplog):
     from edge.config import ignored_settings, with_overrides
     from edge.train import Run

@@ -159,6 +159,14 @@ def test_a_world_that_changed_trains_on_the_moved_household_from_another_setting
     reading = shared.bench_config("moved_reading150", ["grpo"], [2], jobs=2)  # warm starts that read the advice
     assert base_folder(reading, "household_moved", 2) == Path("benchmarks/sweep/reading150/runs/base-household-s2")
     assert "warmup.advised_env=household_shuffled" in reading.extra and shared.expert_episodes("reading150") is None
+    # The scaffold handed off: the same warm starts, its own oracle and EDGE runs, and GRPO's runs of moved_reading150
+    # (it does not read the field).
+    handoff = shared.bench_config("moved_reading150_handoff", ["edge-oracle-bank"], [2], jobs=2)
+    assert base_folder(handoff, "household_moved", 2) == base_folder(reading, "household_moved", 2)
+    assert "bank.rho_schedule=handoff" in handoff.extra and handoff.envs == ["household_moved"]
+    assert shared.run_folder("moved_reading150_handoff", "grpo", 2) == shared.run_folder("moved_reading150", "grpo", 2)
+    assert shared.run_folder("moved_reading150_handoff", "edge-oracle-bank", 2) == Path(
+        "benchmarks/sweep/moved_reading150_handoff/runs/household_moved-edge-oracle-bank-s2")
 
     # Paired with GRPO of its own world only: its tasks are not the reference's.
     def fake_run(folder: Path, splits):
