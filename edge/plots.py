@@ -56,15 +56,15 @@ def compare_plot(curves: dict[str, list[tuple[int, float, float | None]]], path:
 
 
 def curves_plot(curves: dict[str, list[tuple[float, float, float | None]]], path: Path, title: str,
-                xlabel: str, ylabel: str = "success") -> Path:
-    """Plain (solid) and with-bank (dashed) success against ``xlabel`` for several methods;
-    ``curves[method]`` holds (x, plain, with bank or None) points."""
+                xlabel: str, ylabel: str = "success", second: str = "with bank") -> Path:
+    """Plain (solid) and with-bank (dashed; ``second`` names it in the legend) success against ``xlabel`` for
+    several methods; ``curves[method]`` holds (x, plain, with bank or None) points."""
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for method, points in curves.items():
         line, = ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=f"{method} plain")
         banked = [(p[0], p[2]) for p in points if p[2] is not None]
         if banked:
-            ax.plot(*zip(*banked), "s--", color=line.get_color(), label=f"{method} with bank")
+            ax.plot(*zip(*banked), "s--", color=line.get_color(), label=f"{method} {second}")
     ax.set(xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0, 1))
     ax.legend(fontsize=7)
     return _save(fig, path)

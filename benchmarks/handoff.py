@@ -1,0 +1,187 @@
+"""The scaffold handed off: does the early lead of the methods with experience survive once their update stops?
+
+The oracle control leads GRPO after a few rounds and GRPO closes most of that by the last one (on the usual
+household from N = 150 warm starts, and on the moved household from warm starts that read the advice, where it
+ends below GRPO). Either the scaffold's own update slows learning in the later rounds, or GRPO's later rounds
+simply catch up. ``bank.rho_schedule: handoff`` tells them apart: from round ``handoff_round`` (4) on, nothing is
+retrieved or distilled and every round takes GRPO's update, with the same episodes and optimizer steps, on the
+policy the scaffold trained. Rounds 0-3 are the scaffolded run's, byte for byte.
+
+Each world compares, per seed from the same warm starts: GRPO, the scaffolded method, and the same method handed
+off. Its runs are made elsewhere: on the usual household by the internalization sweep (rows o23, o26, o27, e22,
+e24; N = 30 warm starts), on the moved one by ``shared_settings.py`` (``moved_reading150`` and
+``moved_reading150_handoff``). This script only reads them:
+
+    .venv/bin/python benchmarks/handoff.py --seed 0 ... [--seed 4]
+
+Writes benchmarks/results/handoff.{md,json} and one figure per world, handoff_<world>.png: the plain members'
+training success round by round (mean over seeds), and the conditioned members' while the scaffold is on.
+Seconds a round are the collection and the update (evaluations not), mean over seeds and rounds, in the rounds
+with conditioned members and in those without. Compare them within a series only: the same computation (o23's
+and o26's rounds 0-3) took 1.5 to 3 times as long in o23's runs, made in other sessions beside other jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import fmean
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's and the shared settings' runs
+import shared_settings as shared  # noqa: E402
+
+from edge.benchmarking.learning import read_run  # noqa: E402
+from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.benchmarking.stats import t_interval_mean  # noqa: E402
+from edge.plots import curves_plot  # noqa: E402
+
+sweep = shared.sweep
+REFERENCE_RUNS = Path("benchmarks/runs")
+HANDOFF_ROUND = 4
+"""Where rows o26 and e24 and the setting moved_reading150_handoff hand off (bank.handoff_round)."""
+
+
+def household(config: str):
+    return lambda seed: sweep.run_folder(config, seed, REFERENCE_RUNS)
+
+
+def moved(setting: str, method: str):
+    return lambda seed: shared.run_folder(setting, method, seed)
+
+
+WORLDS = {
+    "household": {
+        "GRPO": (household(sweep.GRPO), None),
+        "oracle control (o23)": (household("o23"), None),
+        "o23 handed off after round 3 (o26)": (household("o26"), "oracle control (o23)"),
+        "o23 handed off after round 1 (o27)": (household("o27"), "oracle control (o23)"),
+        "EDGE (e22)": (household("e22"), None),
+        "e22 handed off after round 3 (e24)": (household("e24"), "EDGE (e22)"),
+    },
+    "household_moved": {
+        "GRPO": (moved("moved_reading150", sweep.GRPO), None),
+        "oracle control (o23)": (moved("moved_reading150", sweep.ORACLE), None),
+        "o23 handed off after round 3": (moved("moved_reading150_handoff", sweep.ORACLE), "oracle control (o23)"),
+        "EDGE (e22)": (moved("moved_reading150", "edge"), None),
+        "e22 handed off after round 3": (moved("moved_reading150_handoff", "edge"), "EDGE (e22)"),
+    },
+}
+"""Per world, each series: where its run of a seed is, and the series it hands off (None for the rest). The first
+series is the baseline."""
+WARM_STARTS = {"household": "the benchmark's (N = 30)", "household_moved": "reading150's (N = 150, advice read)"}
+
+
+def round_metrics(folder: Path) -> list[dict]:
+    """The training episodes' success per round (plain members, and conditioned ones where there were any)."""
+    out = []
+    for metrics in sorted(folder.glob("round_[0-9][0-9][0-9]/train_metrics.json")):
+        m = json.loads(metrics.read_text())
+        out.append({"round": m["round"], "plain": m["train_success_plain"],
+                    "conditioned": m["train_success_conditioned"],
+                    "seconds": m["collect_seconds"] + m["update_seconds"]})
+    return out
+
+
+def series_report(folders: dict[int, Path], runs: dict[int, dict], grpo: dict[int, dict]) -> dict:
+    rounds = {s: round_metrics(f) for s, f in folders.items()}
+    n_rounds = min(len(r) for r in rounds.values())
+    per_round = []
+    for k in range(n_rounds):
+        conditioned = [r[k]["conditioned"] for r in rounds.values() if r[k]["conditioned"] is not None]
+        per_round.append({"round": k, "plain": fmean(r[k]["plain"] for r in rounds.values()),
+                          "conditioned": fmean(conditioned) if len(conditioned) == len(rounds) else None})
+    out = {"rounds": per_round,
+           # The scaffold's cost in time: a round's collection (retrieval included) and update, evaluations not, in
+           # the rounds with conditioned members and in those without; compared within a series (same conditions).
+           "seconds_a_round": {key: fmean(seconds) if (seconds := [r["seconds"] for x in rounds.values() for r in x
+                                                                  if (r["conditioned"] is not None) == scaffolded])
+                               else None for key, scaffolded in (("scaffolded", True), ("plain", False))},
+           "plain": t_interval_mean([shared.final(r, "plain") for r in runs.values()]).to_dict()}
+    if all(shared.final(r, "with_bank") is not None for r in runs.values()):
+        out["with_bank"] = t_interval_mean([shared.final(r, "with_bank") for r in runs.values()]).to_dict()
+    if runs is not grpo:
+        out["minus_grpo"] = shared.compare(runs, grpo)
+    return out
+
+
+def report(seeds: list[int]) -> dict:
+    result = {}
+    for world, series in WORLDS.items():
+        folders = {name: {s: where(s) for s in seeds} for name, (where, _) in series.items()}
+        done = {name: f for name, f in folders.items() if all(shared.finished(x) for x in f.values())}
+        runs = {name: {s: read_run(x, [shared.SPLIT]) for s, x in f.items()} for name, f in done.items()}
+        baseline = next(iter(series))
+        if baseline not in runs:
+            continue
+        rows = {name: series_report(done[name], runs[name], runs[baseline]) for name in runs}
+        for name in runs:
+            scaffolded = series[name][1]
+            if scaffolded in runs:
+                rows[name]["minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded])
+                rows[name]["with_bank_minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded], "with_bank",
+                                                                          "with_bank")
+        result[world] = rows
+    return result
+
+
+def seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
+def markdown(result: dict) -> str:
+    intro = " ".join(__doc__.split("\n\n")[1:3]).replace("\n", " ")
+    lines = ["# The scaffold handed off after round 3", "", intro, "",
+             f"Seeds {result['seeds']}; {shared.SPLIT}, 400 tasks a seed, paired by seed and task; "
+             f"{result['machine']}; command: `{result['command']}`.", ""]
+    for world, rows in result["worlds"].items():
+        lines += [f"## {world}, from {WARM_STARTS[world]} warm starts", "",
+                  "| series | final plain | with the advice / bank | plain − GRPO | handed off − scaffolded: plain "
+                  "| with | seconds a round with the scaffold / without |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for name, row in rows.items():
+            lines.append(f"| {name} | {shared.pct(row['plain'])} | {shared.pct(row.get('with_bank'))} "
+                         f"| {shared.diff(row.get('minus_grpo'))} | {shared.diff(row.get('minus_scaffolded'))} "
+                         f"| {shared.diff(row.get('with_bank_minus_scaffolded'))} "
+                         f"| {seconds(row['seconds_a_round']['scaffolded'])} "
+                         f"/ {seconds(row['seconds_a_round']['plain'])} |")
+        lines += ["", "Per seed, plain − GRPO (points): " + "; ".join(
+            f"{name}: " + " ".join(f"s{s} {100 * d:+.1f}" for s, d in row["minus_grpo"]["per_seed"].items())
+            for name, row in rows.items() if "minus_grpo" in row), "",
+            "The training episodes' success per round (plain members; in brackets the conditioned members'), "
+            "mean over seeds. GRPO's groups are 8 plain members; a scaffolded round's 4 plain and 4 conditioned.", "",
+            "| series | " + " | ".join(f"round {r['round']}" for r in next(iter(rows.values()))["rounds"]) + " |",
+            "| --- |" + " --- |" * len(next(iter(rows.values()))["rounds"])]
+        for name, row in rows.items():
+            lines.append(f"| {name} | " + " | ".join(
+                f"{r['plain']:.1%}" + (f" ({r['conditioned']:.1%})" if r["conditioned"] is not None else "")
+                for r in row["rounds"]) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def figure(world: str, rows: dict, path: Path, seeds: int) -> Path:
+    """The training episodes' success per round, plain (solid) and conditioned (dashed), for each series."""
+    curves = {name: [(r["round"], r["plain"], r["conditioned"]) for r in row["rounds"]] for name, row in rows.items()}
+    return curves_plot(curves, path, f"{world}: training episodes, {seeds} seeds",
+                       xlabel=f"round (handed off from round {HANDOFF_ROUND})", ylabel="training success",
+                       second="conditioned members")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, action="append", required=True)
+    args = parser.parse_args()
+    command = "benchmarks/handoff.py " + " ".join(f"--seed {s}" for s in args.seed)
+    result = {"seeds": args.seed, "machine": describe_machine(), "command": command, "worlds": report(args.seed)}
+    out = sweep.OUT
+    (out / "handoff.json").write_text(json.dumps(result, indent=1, sort_keys=True))
+    (out / "handoff.md").write_text(markdown(result))
+    for world, rows in result["worlds"].items():
+        figure(world, rows, out / f"handoff_{world}.png", len(args.seed))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
