@@ -31,14 +31,19 @@ from statistics import fmean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's and the shared settings' runs
 import shared_settings as shared  # noqa: E402
+import torch  # noqa: E402
 
-from edge.benchmarking.learning import read_run  # noqa: E402
+from edge.benchmarking.learning import evaluation_row, read_run, task_outcomes  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.benchmarking.split_eval import final_evaluation  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
 from edge.plots import curves_plot  # noqa: E402
 
 sweep = shared.sweep
 REFERENCE_RUNS = Path("benchmarks/runs")
+EVALS = shared.ROOT / "handoff-evals"
+"""Evaluations of policies after the round before a hand-off (``final_evaluation``'s cache)."""
+EPISODES = 400
 HANDOFF_ROUND = 4
 """Where rows o26 and e24 and the setting moved_reading150_handoff hand off (bank.handoff_round)."""
 
@@ -84,6 +89,38 @@ def round_metrics(folder: Path) -> list[dict]:
     return out
 
 
+def handoff_round(folder: Path) -> int | None:
+    """The first round a run trained without its scaffold (``bank.handoff_round``), None if it never did."""
+    bank = json.loads((folder / "params.json").read_text()).get("bank", {})
+    return bank.get("handoff_round") if bank.get("rho_schedule") == "handoff" else None
+
+
+def after_round(folder: Path, k: int) -> dict:
+    """The run's policy after round ``k`` on the first ``EPISODES`` tasks of the split, with that round's
+    evaluation stream (the same for every run of a seed: paired), shaped as ``read_run``'s final evaluation."""
+    ev = {shared.SPLIT: final_evaluation(folder, shared.SPLIT, EPISODES, cache_dir=EVALS, after_round=k)}
+    print(f"{folder} after round {k}: plain {ev[shared.SPLIT]['plain']['success']:.1%}", flush=True)
+    return {"final": evaluation_row(ev, [shared.SPLIT]), "final_tasks": task_outcomes(ev, [shared.SPLIT])}
+
+
+def at_handoff(folders: dict[int, Path], grpo: dict[int, Path]) -> dict | None:
+    """Where a handed-off series stood against GRPO when its scaffold stopped: both policies after the round
+    before the hand-off. None for a series that keeps a bank of its own (the bank as that round left it is
+    not kept live) or was never handed off."""
+    rounds = {handoff_round(f) for f in folders.values()}
+    if len(rounds) != 1 or None in rounds or json.loads(
+            (next(iter(folders.values())) / "params.json").read_text())["train"]["method"] != sweep.ORACLE:
+        return None
+    k = rounds.pop() - 1
+    ours = {s: after_round(f, k) for s, f in folders.items()}
+    theirs = {s: after_round(f, k) for s, f in grpo.items()}
+    return {"after_round": k,
+            "plain": t_interval_mean([shared.final(r, "plain") for r in ours.values()]).to_dict(),
+            "with_bank": t_interval_mean([shared.final(r, "with_bank") for r in ours.values()]).to_dict(),
+            "grpo": t_interval_mean([shared.final(r, "plain") for r in theirs.values()]).to_dict(),
+            "minus_grpo": shared.compare(ours, theirs)}
+
+
 def series_report(folders: dict[int, Path], runs: dict[int, dict], grpo: dict[int, dict]) -> dict:
     rounds = {s: round_metrics(f) for s, f in folders.items()}
     n_rounds = min(len(r) for r in rounds.values())
@@ -119,6 +156,7 @@ def report(seeds: list[int]) -> dict:
         for name in runs:
             scaffolded = series[name][1]
             if scaffolded in runs:
+                rows[name]["at_handoff"] = at_handoff(done[name], done[baseline])
                 rows[name]["minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded])
                 rows[name]["with_bank_minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded], "with_bank",
                                                                           "with_bank")
@@ -132,7 +170,7 @@ def seconds(value: float | None) -> str:
 
 def markdown(result: dict) -> str:
     intro = " ".join(__doc__.split("\n\n")[1:3]).replace("\n", " ")
-    lines = ["# The scaffold handed off after round 3", "", intro, "",
+    lines = ["# The scaffold handed off", "", intro, "",
              f"Seeds {result['seeds']}; {shared.SPLIT}, 400 tasks a seed, paired by seed and task; "
              f"{result['machine']}; command: `{result['command']}`.", ""]
     for world, rows in result["worlds"].items():
@@ -146,6 +184,17 @@ def markdown(result: dict) -> str:
                          f"| {shared.diff(row.get('with_bank_minus_scaffolded'))} "
                          f"| {seconds(row['seconds_a_round']['scaffolded'])} "
                          f"/ {seconds(row['seconds_a_round']['plain'])} |")
+        handed = {name: row["at_handoff"] for name, row in rows.items() if row.get("at_handoff")}
+        if handed:
+            lines += ["", "Where each handed-off series stood when its scaffold stopped: its policy and GRPO's "
+                      f"after the round before the hand-off, on the same {EPISODES} tasks and streams (that "
+                      "round's), against the end.", "",
+                      "| series | after round | plain / with the advice then | GRPO then | plain − GRPO then "
+                      "| plain − GRPO at the end |", "| --- | --- | --- | --- | --- | --- |"]
+            for name, then in handed.items():
+                lines.append(f"| {name} | {then['after_round']} | {shared.pct(then['plain'])} / "
+                             f"{shared.pct(then['with_bank'])} | {shared.pct(then['grpo'])} "
+                             f"| {shared.diff(then['minus_grpo'])} | {shared.diff(rows[name]['minus_grpo'])} |")
         lines += ["", "Per seed, plain − GRPO (points): " + "; ".join(
             f"{name}: " + " ".join(f"s{s} {100 * d:+.1f}" for s, d in row["minus_grpo"]["per_seed"].items())
             for name, row in rows.items() if "minus_grpo" in row), "",
@@ -165,7 +214,7 @@ def figure(world: str, rows: dict, path: Path, seeds: int) -> Path:
     """The training episodes' success per round, plain (solid) and conditioned (dashed), for each series."""
     curves = {name: [(r["round"], r["plain"], r["conditioned"]) for r in row["rounds"]] for name, row in rows.items()}
     return curves_plot(curves, path, f"{world}: training episodes, {seeds} seeds",
-                       xlabel=f"round (handed off from round {HANDOFF_ROUND})", ylabel="training success",
+                       xlabel="round", ylabel="training success",
                        second="conditioned members")
 
 
@@ -173,6 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, action="append", required=True)
     args = parser.parse_args()
+    torch.set_num_threads(1)  # as every benchmark run evaluates, so a cached evaluation is what this one would be
     command = "benchmarks/handoff.py " + " ".join(f"--seed {s}" for s in args.seed)
     result = {"seeds": args.seed, "machine": describe_machine(), "command": command, "worlds": report(args.seed)}
     out = sweep.OUT

@@ -13,8 +13,13 @@ def handoff():
 
 
 def run_with_rounds(folder: Path, plain: list[float], conditioned: list[float | None]) -> Path:
+    handed = folder.parent.name == "handed"
+    folder.mkdir(parents=True)
+    (folder / "params.json").write_text(json.dumps({
+        "train": {"method": "grpo" if folder.parent.name == "grpo" else "edge-oracle-bank"},
+        "bank": {"rho_schedule": "handoff" if handed else "constant", "handoff_round": 1}}))
     for k, (p, c) in enumerate(zip(plain, conditioned)):
-        (folder / f"round_{k:03d}").mkdir(parents=True)
+        (folder / f"round_{k:03d}").mkdir()
         (folder / f"round_{k:03d}" / "train_metrics.json").write_text(
             json.dumps({"round": k, "train_success_plain": p, "train_success_conditioned": c,
                         "collect_seconds": 50.0, "update_seconds": 10.0}))
@@ -49,6 +54,15 @@ def test_each_handed_off_series_is_paired_with_grpo_and_with_the_series_it_hands
                 "final_tasks": {"test_seen": tasks}}
 
     monkeypatch.setattr(handoff, "read_run", fake_run)
+    asked = []
+
+    def fake_after_round(folder: Path, k: int):  # at the hand-off the scaffold led GRPO by 0.2
+        asked.append((folder.parent.name, k))
+        run = fake_run(folder, None)
+        run["final"]["test_seen_plain"] = {"grpo": 0.2, "handed": 0.4}[folder.parent.name]
+        return run
+
+    monkeypatch.setattr(handoff, "after_round", fake_after_round)
     monkeypatch.setattr(handoff.shared, "finished", lambda folder: "unfinished" not in str(folder))
     rows = handoff.report([0, 1])["household"]
     assert list(rows) == ["GRPO", "scaffold", "scaffold handed off"]  # the unfinished series is left out
@@ -58,6 +72,10 @@ def test_each_handed_off_series_is_paired_with_grpo_and_with_the_series_it_hands
     handed = rows["scaffold handed off"]
     assert handed["minus_scaffolded"]["mean"] == pytest.approx(0.05)
     assert handed["with_bank_minus_scaffolded"]["mean"] == pytest.approx(0.05)
+    # Where it stood at the hand-off: its policy and GRPO's after round 0 (handoff_round 1), paired.
+    assert sorted(asked) == [("grpo", 0), ("grpo", 0), ("handed", 0), ("handed", 0)]
+    assert handed["at_handoff"]["after_round"] == 0 and handed["at_handoff"]["minus_grpo"]["mean"] == pytest.approx(0.2)
+    assert rows["scaffold"].get("at_handoff") is None
     # Round by round, the mean over seeds; the conditioned members' only where every seed had some.
     assert [r["plain"] for r in handed["rounds"]] == pytest.approx([0.15, 0.3])
     assert [r["conditioned"] for r in handed["rounds"]] == [pytest.approx(0.4), None]
@@ -66,3 +84,4 @@ def test_each_handed_off_series_is_paired_with_grpo_and_with_the_series_it_hands
     assert rows["GRPO"]["seconds_a_round"]["scaffolded"] is None
     table = handoff.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "worlds": {"household": rows}})
     assert "| scaffold handed off | 15.0% (40.0%) | 30.0% |" in table
+    assert "| scaffold handed off | 0 | 40.0% / 65.0% | 20.0% | +20.0 [+20.0, +20.0] (p 0.500) |" in table

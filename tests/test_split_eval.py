@@ -3,11 +3,13 @@
 import json
 
 import pytest
+import torch
 
 from edge.benchmarking import split_eval
 from edge.benchmarking.split_eval import final_evaluation
 from edge.config import parse_params
-from edge.train import train
+from edge.policy.model import load_policy
+from edge.train import stage_seed, train
 from tests.test_paired_evaluation import control_params
 
 
@@ -72,3 +74,34 @@ def test_the_table_pairs_each_configuration_with_grpo_task_by_task():
     assert r["with_bank_minus_plain"]["mean"] == pytest.approx(0.25)
     text = table.markdown({"e19": r | {"machine": "m"}}, "test_unseen", 4)
     assert "| e19 | 2 | 50.0% | 75.0% |" in text and "s0 +25.0, s1 +0.0" in text
+
+
+def test_the_policy_after_an_earlier_round_reproduces_that_rounds_evaluation(tmp_path, monkeypatch):
+    recorded = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    recorded["eval"] |= {"every": 1, "intermediate_episodes": 4}  # round 0 evaluated as the last round is
+    run = train(parse_params(recorded))
+    first = json.loads((run.round_dir(0) / "eval.json").read_text())["test_seen"]
+    again = final_evaluation(run.folder, "test_seen", 4, cache_dir=tmp_path / "cache", after_round=0)
+    assert again["plain"] == first["plain"] and again["with_bank"] == first["with_bank"]
+    last = final_evaluation(run.folder, "test_seen", 4, cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 2  # the two rounds are kept apart
+    assert last["plain"] == json.loads((run.round_dir(1) / "eval.json").read_text())["test_seen"]["plain"]
+    with pytest.raises(ValueError, match="after_round 2 is not a round the run has done"):
+        final_evaluation(run.folder, "test_seen", 4, after_round=2)
+    edge = train(retrieving_params(tmp_path / "edge", "edge"))
+    with pytest.raises(ValueError, match="only runs that keep no bank of their own"):
+        final_evaluation(edge.folder, "test_seen", 4, after_round=0)
+    # An untrained policy loses every episode in both rounds: which weights and stream were asked for is checked
+    # where the evaluation is called.
+    asked = []
+
+    def record(run, actor, seed, **kwargs):
+        asked.append((seed, [p.detach().clone() for p in actor.policy.model.parameters()]))
+        return {"test_seen": last}
+
+    monkeypatch.setattr("edge.train.evaluate_policy", record)
+    final_evaluation(run.folder, "test_seen", 4, after_round=0)
+    after_0 = load_policy(run.params.policy, checkpoint=run.round_dir(0) / "checkpoint", seed=run.params.seed,
+                          envs=["household"])
+    assert asked[0][0] == stage_seed(run.params.seed, 0, "evaluate") != stage_seed(run.params.seed, 1, "evaluate")
+    assert all(torch.equal(a, b) for a, b in zip(asked[0][1], after_0.model.parameters()))
