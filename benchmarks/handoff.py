@@ -8,7 +8,7 @@ retrieved or distilled and every round takes GRPO's update, with the same episod
 policy the scaffold trained. Rounds 0-3 are the scaffolded run's, byte for byte.
 
 Each world compares, per seed from the same warm starts: GRPO, the scaffolded method, and the same method handed
-off. Its runs are made elsewhere: on the usual household by the internalization sweep (rows o23, o26, o27, e22,
+off. Its runs are made elsewhere: on the usual household by the internalization sweep (rows o23, o26-o29, e22,
 e24; N = 30 warm starts), on the moved one by ``shared_settings.py`` (``moved_reading150`` and
 ``moved_reading150_handoff``). This script only reads them:
 
@@ -62,6 +62,8 @@ WORLDS = {
         "oracle control (o23)": (household("o23"), None),
         "o23 handed off after round 3 (o26)": (household("o26"), "oracle control (o23)"),
         "o23 handed off after round 1 (o27)": (household("o27"), "oracle control (o23)"),
+        "o26, six of eight members conditioned (o28)": (household("o28"), None),
+        "o26, every member conditioned (o29)": (household("o29"), None),
         "EDGE (e22)": (household("e22"), None),
         "e22 handed off after round 3 (e24)": (household("e24"), "EDGE (e22)"),
     },
@@ -73,8 +75,8 @@ WORLDS = {
         "e22 handed off after round 3": (moved("moved_reading150_handoff", "edge"), "EDGE (e22)"),
     },
 }
-"""Per world, each series: where its run of a seed is, and the series it hands off (None for the rest). The first
-series is the baseline."""
+"""Per world, each series: where its run of a seed is, and the scaffolded series it hands off, to be paired with
+(None for the rest). The first series is the baseline."""
 WARM_STARTS = {"household": "the benchmark's (N = 30)", "household_moved": "reading150's (N = 150, advice read)"}
 
 
@@ -154,9 +156,10 @@ def report(seeds: list[int]) -> dict:
             continue
         rows = {name: series_report(done[name], runs[name], runs[baseline]) for name in runs}
         for name in runs:
+            if name != baseline:
+                rows[name]["at_handoff"] = at_handoff(done[name], done[baseline])
             scaffolded = series[name][1]
             if scaffolded in runs:
-                rows[name]["at_handoff"] = at_handoff(done[name], done[baseline])
                 rows[name]["minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded])
                 rows[name]["with_bank_minus_scaffolded"] = shared.compare(runs[name], runs[scaffolded], "with_bank",
                                                                           "with_bank")

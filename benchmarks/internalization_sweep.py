@@ -131,6 +131,16 @@ CONFIGS = {
     "o27": ("o23 handed off after round 1 (bank.handoff_round = 2): how early the lead o26 keeps is made",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=2"]),
+    "o28": ("o26 with six of each group's eight members conditioned (bank.rho = 0.75) while the scaffold is on: "
+            "o26 keeps the lead it has after round 3, so more of the advised episodes, reinforced in the plain "
+            "context too, in the rounds that make the lead",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.rho=0.75"]),
+    "o29": ("o26 with every member conditioned (bank.rho = 1) while the scaffold is on: rounds 0-3 take the PG term "
+            "on advised episodes only, in their own context and in the plain one (no group is split, so there is "
+            "no Delta and nothing is distilled); then GRPO",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.rho=1.0"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
