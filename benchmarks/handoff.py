@@ -79,6 +79,13 @@ WORLDS = {
 }
 """Per world, each series: where its run of a seed is, and the scaffolded series it hands off, to be paired with
 (None for the rest). The first series is the baseline."""
+FIGURE_SERIES = {
+    "household": ["GRPO", "oracle control (o23)", "o23 handed off after round 3 (o26)", "EDGE (e22)",
+                  "e22 handed off after round 3 (e24)"],
+    "household_moved": ["GRPO", "oracle control (o23)", "o23 handed off after round 3", "EDGE (e22)",
+                        "e22 handed off after round 3"],
+}
+"""The series drawn: each method kept and handed off after round 3, beside GRPO (the tables have them all)."""
 WARM_STARTS = {"household": "the benchmark's (N = 30)", "household_moved": "reading150's (N = 150, advice read)"}
 
 
@@ -87,7 +94,8 @@ def round_metrics(folder: Path) -> list[dict]:
     out = []
     for metrics in sorted(folder.glob("round_[0-9][0-9][0-9]/train_metrics.json")):
         m = json.loads(metrics.read_text())
-        out.append({"round": m["round"], "plain": m["train_success_plain"],
+        # A round with every member conditioned (bank.rho = 1) has no plain member: its 0 is no success rate.
+        out.append({"round": m["round"], "plain": None if m.get("rho") == 1.0 else m["train_success_plain"],
                     "conditioned": m["train_success_conditioned"],
                     "seconds": m["collect_seconds"] + m["update_seconds"]})
     return out
@@ -131,7 +139,8 @@ def series_report(folders: dict[int, Path], runs: dict[int, dict], grpo: dict[in
     per_round = []
     for k in range(n_rounds):
         conditioned = [r[k]["conditioned"] for r in rounds.values() if r[k]["conditioned"] is not None]
-        per_round.append({"round": k, "plain": fmean(r[k]["plain"] for r in rounds.values()),
+        plain = [r[k]["plain"] for r in rounds.values() if r[k]["plain"] is not None]
+        per_round.append({"round": k, "plain": fmean(plain) if len(plain) == len(rounds) else None,
                           "conditioned": fmean(conditioned) if len(conditioned) == len(rounds) else None})
     out = {"rounds": per_round,
            # The scaffold's cost in time: a round's collection (retrieval included) and update, evaluations not, in
@@ -209,7 +218,8 @@ def markdown(result: dict) -> str:
             "| --- |" + " --- |" * len(next(iter(rows.values()))["rounds"])]
         for name, row in rows.items():
             lines.append(f"| {name} | " + " | ".join(
-                f"{r['plain']:.1%}" + (f" ({r['conditioned']:.1%})" if r["conditioned"] is not None else "")
+                ("–" if r["plain"] is None else f"{r['plain']:.1%}")
+                + (f" ({r['conditioned']:.1%})" if r["conditioned"] is not None else "")
                 for r in row["rounds"]) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -217,7 +227,8 @@ def markdown(result: dict) -> str:
 
 def figure(world: str, rows: dict, path: Path, seeds: int) -> Path:
     """The training episodes' success per round, plain (solid) and conditioned (dashed), for each series."""
-    curves = {name: [(r["round"], r["plain"], r["conditioned"]) for r in row["rounds"]] for name, row in rows.items()}
+    curves = {name: [(r["round"], float("nan") if r["plain"] is None else r["plain"], r["conditioned"])
+                     for r in row["rounds"]] for name, row in rows.items() if name in FIGURE_SERIES[world]}
     return curves_plot(curves, path, f"{world}: training episodes, {seeds} seeds",
                        xlabel="round", ylabel="training success",
                        second="conditioned members")

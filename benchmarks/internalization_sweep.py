@@ -124,8 +124,8 @@ CONFIGS = {
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.block_follows_progress=true"]),
     "o26": ("o23 handed off after round 3 (bank.rho_schedule = handoff, handoff_round = 4): rounds 4-7 retrieve "
-            "nothing and take GRPO's update on the policy o23 trained. The oracle control leads GRPO after round 3 "
-            "and GRPO closes most of that by round 7: is the early lead kept once the scaffold's own update stops?",
+            "nothing and take GRPO's update on the policy o23 trained. Is what the scaffold has built by round 3 kept "
+            "once its own update stops, and do o23's later rounds add to it?",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=4"]),
     "o27": ("o23 handed off after round 1 (bank.handoff_round = 2): how early the lead o26 keeps is made",

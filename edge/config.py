@@ -299,9 +299,10 @@ class BankConfig(_Section):
     round ``handoff_round`` on: nothing is retrieved, no member is conditioned and nothing is distilled, so
     those rounds are GRPO's update (same episodes and optimizer steps) on the policy the scaffold trained.
     Measured (benchmarks/results/handoff.md, five seeds): o23's update handed off after round 3 (sweep row
-    o26) ends where o23 kept ends on the benchmark's household (+0.2 [-3.2, 3.6]), with the lead it had
-    after round 3; in the moved world 3.7 points higher than kept. Off by default: the spec's scaffold stays
-    on, and the learned bank's runs handed off (e24) did not gain (-2.4 [-7.8, 3.1])."""
+    o26) ends where o23 kept ends on the benchmark's household (+0.2 [-3.2, 3.6]; ten seeds -0.7 [-3.4,
+    2.0]), with the lead it had after round 3; in the moved world 3.7 points higher than kept. Off by
+    default: the spec's scaffold stays on, and the learned bank's runs handed off (e24) did not gain (-2.4
+    [-7.8, 3.1])."""
     rho_min: float = Field(0.25, ge=0, le=1)
     """``rho_schedule: withdraw``: the share still conditioned once the plain members have caught up (kept
     above 0 so that Delta, the credit and the distillation gate stay measured)."""

@@ -12,7 +12,7 @@ def handoff():
     return load("handoff")
 
 
-def run_with_rounds(folder: Path, plain: list[float], conditioned: list[float | None]) -> Path:
+def run_with_rounds(folder: Path, plain: list[float], conditioned: list[float | None], rho: float = 0.5) -> Path:
     handed = folder.parent.name == "handed"
     folder.mkdir(parents=True)
     (folder / "params.json").write_text(json.dumps({
@@ -22,7 +22,7 @@ def run_with_rounds(folder: Path, plain: list[float], conditioned: list[float | 
         (folder / f"round_{k:03d}").mkdir()
         (folder / f"round_{k:03d}" / "train_metrics.json").write_text(
             json.dumps({"round": k, "train_success_plain": p, "train_success_conditioned": c,
-                        "collect_seconds": 50.0, "update_seconds": 10.0}))
+                        "collect_seconds": 50.0, "update_seconds": 10.0, "rho": rho if k == 0 else 0.0}))
     return folder
 
 
@@ -85,3 +85,10 @@ def test_each_handed_off_series_is_paired_with_grpo_and_with_the_series_it_hands
     table = handoff.markdown({"seeds": [0, 1], "machine": "test", "command": "x", "worlds": {"household": rows}})
     assert "| scaffold handed off | 15.0% (40.0%) | 30.0% |" in table
     assert "| scaffold handed off | 0 | 40.0% / 65.0% | 20.0% | +20.0 [+20.0, +20.0] (p 0.500) |" in table
+
+
+def test_a_round_without_plain_members_has_no_plain_success(handoff, tmp_path):
+    every = run_with_rounds(tmp_path / "every" / "0", [0.0, 0.3], [0.6, None], rho=1.0)
+    assert [r["plain"] for r in handoff.round_metrics(every)] == [None, 0.3]
+    half = run_with_rounds(tmp_path / "half" / "0", [0.0, 0.3], [0.6, None])
+    assert [r["plain"] for r in handoff.round_metrics(half)] == [0.0, 0.3]
