@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's and the 
 import shared_settings as shared  # noqa: E402
 import torch  # noqa: E402
 
-from edge.benchmarking.learning import evaluation_row, read_run, task_outcomes  # noqa: E402
+from edge.benchmarking.learning import read_run  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.split_eval import final_evaluation  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
@@ -101,27 +101,28 @@ def round_metrics(folder: Path) -> list[dict]:
     return out
 
 
-def handoff_round(folder: Path) -> int | None:
-    """The first round a run trained without its scaffold (``bank.handoff_round``), None if it never did."""
-    bank = json.loads((folder / "params.json").read_text()).get("bank", {})
+def handoff_round(params: dict) -> int | None:
+    """The first round a run (its recorded ``params.json``) trained without its scaffold (``bank.handoff_round``),
+    None if it never did."""
+    bank = params.get("bank", {})
     return bank.get("handoff_round") if bank.get("rho_schedule") == "handoff" else None
 
 
 def after_round(folder: Path, k: int) -> dict:
     """The run's policy after round ``k`` on the first ``EPISODES`` tasks of the split, with that round's
     evaluation stream (the same for every run of a seed: paired), shaped as ``read_run``'s final evaluation."""
-    ev = {shared.SPLIT: final_evaluation(folder, shared.SPLIT, EPISODES, cache_dir=EVALS, after_round=k)}
-    print(f"{folder} after round {k}: plain {ev[shared.SPLIT]['plain']['success']:.1%}", flush=True)
-    return {"final": evaluation_row(ev, [shared.SPLIT]), "final_tasks": task_outcomes(ev, [shared.SPLIT])}
+    ev = final_evaluation(folder, shared.SPLIT, EPISODES, cache_dir=EVALS, after_round=k)
+    print(f"{folder} after round {k}: plain {ev['plain']['success']:.1%}", flush=True)
+    return shared.as_final(ev, shared.SPLIT)
 
 
 def at_handoff(folders: dict[int, Path], grpo: dict[int, Path]) -> dict | None:
     """Where a handed-off series stood against GRPO when its scaffold stopped: both policies after the round
     before the hand-off. None for a series that keeps a bank of its own (the bank as that round left it is
     not kept live) or was never handed off."""
-    rounds = {handoff_round(f) for f in folders.values()}
-    if len(rounds) != 1 or None in rounds or json.loads(
-            (next(iter(folders.values())) / "params.json").read_text())["train"]["method"] != sweep.ORACLE:
+    recorded = [json.loads((f / "params.json").read_text()) for f in folders.values()]
+    rounds = {handoff_round(p) for p in recorded}
+    if len(rounds) != 1 or None in rounds or recorded[0]["train"]["method"] != sweep.ORACLE:
         return None
     k = rounds.pop() - 1
     ours = {s: after_round(f, k) for s, f in folders.items()}

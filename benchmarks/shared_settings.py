@@ -204,6 +204,11 @@ def evaluated_on(setting: str, method: str, seed: int, split: str) -> dict:
     ev = final_evaluation(folder, split, EPISODES, cache_dir=split_evals(setting))
     print(f"{setting} {method} seed {seed} on {split}: plain {ev['plain']['success']:.1%} "
           f"({time.perf_counter() - started:.0f} s)", flush=True)
+    return as_final(ev, split)
+
+
+def as_final(ev: dict, split: str) -> dict:
+    """One evaluation on ``split`` (``final_evaluation``'s) shaped as ``read_run``'s final evaluation."""
     return {"final": evaluation_row({split: ev}, [split]), "final_tasks": task_outcomes({split: ev}, [split])}
 
 
