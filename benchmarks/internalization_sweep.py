@@ -141,6 +141,14 @@ CONFIGS = {
             "no Delta and nothing is distilled); then GRPO",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.rho=1.0"]),
+    "o30": ("o26 with the teacher amplified (distill.guidance_scale = 2): the target moves twice as far from the "
+            "plain outputs as the advice moves them, because the advised network follows the advice weakly (before the "
+            "object is found o23's puts 44.8% of the mass on the advised places, plain 34.9%, chance 32.4%)",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "distill.guidance_scale=2.0"]),
+    "o31": ("o30 with the teacher amplified four times (distill.guidance_scale = 4)",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "distill.guidance_scale=4.0"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

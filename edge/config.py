@@ -414,6 +414,15 @@ class DistillConfig(_Section):
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run."""
+    guidance_scale: float = Field(1.0, ge=1.0)
+    """alpha: the teacher is the plain context's distribution moved alpha times as far as the experience
+    moves it, softmax(l_plain + alpha (l_advised - l_plain)) over the admissible actions, at the teacher's
+    weights (classifier-free guidance applied to the target). Why: the advised network follows the advice
+    only weakly; on o23's household runs, before the object is found, it puts 44.8% of the mass on the
+    advised places (plain 34.9%, chance 32.4%; step_probe_o23_find_xeon10.md), so distilling its
+    outputs can transfer at most that much. The anchor still holds the advised outputs themselves. Needs
+    ``estimator: exact``; costs one more forward pass over the distilled states. 1.0 (the spec): the
+    advised outputs."""
     anchor: float = Field(0.0, ge=0)
     """Weight of KL(teacher || live weights) on the distilled states *with* the experience: it holds the
     advised context at the round's teacher while the plain context is pulled towards it (student and
@@ -439,14 +448,18 @@ class DistillConfig(_Section):
             raise ValueError("distill.anchor holds the live weights' advised outputs at the round's teacher, "
                              "which needs distill.estimator: exact and distill.teacher: current "
                              f"(got estimator: {self.estimator}, teacher: {self.teacher})")
+        if self.guidance_scale != 1.0 and self.estimator != "exact":
+            raise ValueError(f"distill.guidance_scale amplifies the teacher over the admissible actions, which needs "
+                             f"distill.estimator: exact (got estimator: {self.estimator}, "
+                             f"guidance_scale: {self.guidance_scale})")
         if self.extra_lr_scale != 1.0 and self.extra_epochs == 0:
             raise ValueError("distill.extra_lr_scale sets the learning rate of the extra steps of "
                              f"distill.extra_epochs, which is 0 (got extra_lr_scale: {self.extra_lr_scale}); "
                              "set extra_epochs > 0 or leave extra_lr_scale at 1.0")
-        for name in ("anchor", "extra_epochs"):
-            if getattr(self, name) > 0 and self.coef == 0:
+        for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0)):
+            if getattr(self, name) != off and self.coef == 0:
                 raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "
-                                 f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: 0")
+                                 f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: {off}")
         return self
 
 

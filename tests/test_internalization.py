@@ -237,6 +237,59 @@ def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
     assert metrics["distill_samples"] > 0 and metrics["anchor_kl"] > 0
 
 
+def test_the_amplified_teacher_moves_alpha_times_as_far_as_the_advice_and_the_anchor_holds_the_advised_outputs():
+    actor, trajectories, contributions = toy_round()
+    spec = distill_samples(actor, trajectories, contributions, "exact", states="both", gate="retrieved",
+                           keep_teacher_prompt=True)
+    amplified = distill_samples(actor, trajectories, contributions, "exact", states="both", gate="retrieved",
+                                keep_teacher_prompt=True, guidance_scale=3.0)
+    assert spec and [s.key for s in amplified] == [s.key for s in spec] and "advised" not in spec[0].extras
+    with torch.inference_mode():
+        plain = actor.action_logprobs([s.prompt_ids for s in spec], [s.candidate_ids for s in spec])
+    shifted = 0
+    for s, a, p in zip(spec, amplified, plain):
+        advised = torch.tensor(s.extras["teacher"])
+        # The anchor's target stays the advised outputs; the teacher is softmax(p + 3 (advised - p)).
+        assert a.extras["advised"] == pytest.approx(s.extras["teacher"], abs=1e-6)
+        expected = torch.log_softmax(p + 3.0 * (advised - p), dim=-1)
+        assert a.extras["teacher"] == pytest.approx(expected.tolist(), abs=1e-5)
+        assert float(torch.tensor(a.extras["teacher"]).exp().sum()) == pytest.approx(1.0, abs=1e-5)
+        # Further from the plain outputs than the advised ones are, wherever the advice moves them at all.
+        if float(reverse_kl_exact(advised, p)) > 1e-4:
+            shifted += 1
+            assert float(reverse_kl_exact(torch.tensor(a.extras["teacher"]), p)) > float(reverse_kl_exact(advised, p))
+    assert shifted > 0
+    # The anchor of an amplified round holds the advised outputs, not the amplified teacher: with the
+    # distillation term off, its loss is the spec teacher's anchor loss.
+    live = tiny_actor()
+    with torch.no_grad():  # live weights away from the round's, so that the anchor has something to hold
+        for p in live.policy.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    full = live.action_logprobs([s.prompt_ids for s in spec], [s.candidate_ids for s in spec])
+    weights = [1.0] * len(spec)
+    anchor_only = make_distill_loss(0.0, "exact", 1.0, live)
+    amplified_loss, amplified_stats = anchor_only(amplified, [f[:1] for f in full], full, weights)
+    spec_loss, spec_stats = anchor_only(spec, [f[:1] for f in full], full, weights)
+    assert float(amplified_loss.detach()) == pytest.approx(float(spec_loss.detach()), rel=1e-5)
+    assert amplified_stats["anchor_kl"] == pytest.approx(spec_stats["anchor_kl"], rel=1e-5)
+    assert amplified_stats["anchor_kl"] > 0
+    with pytest.raises(ValueError, match="guidance_scale 2.0 amplifies .* needs distill.estimator 'exact'"):
+        distill_samples(actor, trajectories, contributions, "sampled", guidance_scale=2.0)
+
+
+def test_the_amplified_teacher_is_refused_without_its_estimator_or_distillation(tmp_path):
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    with pytest.raises(ValueError, match="guidance_scale amplifies the teacher .* needs distill.estimator: exact"):
+        parse_params(raw | {"distill": raw["distill"] | {"guidance_scale": 2.0, "estimator": "sampled"}})
+    with pytest.raises(ValueError, match="guidance_scale acts on the distillation term.* or guidance_scale: 1.0"):
+        parse_params(raw | {"distill": raw["distill"] | {"guidance_scale": 2.0, "coef": 0.0}})
+    with pytest.raises(ValueError, match="guidance_scale"):
+        parse_params(raw | {"distill": raw["distill"] | {"guidance_scale": 0.5}})
+    run = train(parse_params(raw | {"distill": raw["distill"] | {"guidance_scale": 2.0, "gate": "retrieved"}}))
+    metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
+    assert metrics["distill_samples"] > 0
+
+
 def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alone_and_close_more_kl():
     # A teacher from another initialisation, so that there is a KL to close; PG samples beside it.
     teacher = tiny_actor(seed=1)

@@ -16,6 +16,12 @@ which teacher are options (``DistillConfig``; the spec says what each default re
 - ``teacher``: ``current``, the weights that collected the rollouts (the spec); ``base``, the run's
   starting checkpoint, fixed for the whole run (OEL keeps its teacher fixed), so that what the
   policy learns about the experience block cannot move the target.
+- ``guidance_scale`` (alpha): the teacher's log-probabilities are those of the plain context moved
+  alpha times as far as the experience moves them, ``log_softmax(l_plain + alpha (l_advised - l_plain))``
+  over the admissible actions, both at the teacher's weights (classifier-free guidance, or context-aware
+  decoding, applied to the distillation target). Where the block changes nothing the target is the
+  plain policy's own; where it does, the target follows the advice more than the network does with the
+  advice in its prompt. 1 (the spec): the advised outputs themselves.
 - ``extra_epochs``: more optimizer steps on the distillation term alone after the shared update
   (``distill_only_update``), towards the same frozen teacher: an extra budget, declared as such.
 - ``anchor``: the student and the teacher are one network, so pulling the plain context towards the
@@ -101,14 +107,18 @@ def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[st
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
                     estimator: Estimator, states: States = "plain", gate: Gate = "credit",
                     teacher: Teacher = "current", keep_teacher_prompt: bool = False,
-                    follow_progress: bool = False) -> list[Sample]:
+                    follow_progress: bool = False, guidance_scale: float = 1.0) -> list[Sample]:
     """The distillation samples of a round: one per distilled state, as the plain student sees it,
     with the group's weight (``extras["credit"]``) and the frozen teacher's log-probabilities
     (``extras["teacher"]``) attached; with ``keep_teacher_prompt`` also the teacher's prompt
     (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it).
     With ``follow_progress`` (``bank.block_follows_progress``) the teacher sees the block as the episode
     was or would have been shown it at each state (``teacher_block``), and a state with none left gives
-    no sample."""
+    no sample. With ``guidance_scale`` alpha != 1 the teacher is the amplified target (module docstring)
+    and the advised outputs themselves, which the anchor holds, are kept as ``extras["advised"]``."""
+    if guidance_scale != 1.0 and estimator != "exact":
+        raise ValueError(f"distill.guidance_scale {guidance_scale} amplifies the teacher's distribution over the "
+                         "admissible actions, which needs distill.estimator 'exact'")
     if estimator == "exact" and actor.cfg.mode != "score":
         raise ValueError("distill.estimator 'exact' needs policy.mode 'score' (a finite action set)")
     if keep_teacher_prompt and estimator != "exact":
@@ -151,6 +161,13 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
     with torch.inference_mode(), (using_reference(actor) if teacher == "base" else nullcontext()):
         if actor.cfg.mode == "score":
             logps = actor.action_logprobs(teacher_prompts, [s.candidate_ids for s in samples]) if samples else []
+            if guidance_scale != 1.0 and samples:
+                # The same weights on the student's prompts: the plain outputs the advice's shift starts from.
+                plain = actor.action_logprobs([s.prompt_ids for s in samples], [s.candidate_ids for s in samples])
+                for s, advised in zip(samples, logps):
+                    s.extras["advised"] = advised.tolist()
+                logps = [torch.log_softmax(p + guidance_scale * (advised - p), dim=-1)
+                         for advised, p in zip(logps, plain)]
             for s, t in zip(samples, logps):
                 s.extras["teacher"] = t.tolist() if estimator == "exact" else [float(t[s.chosen])]
             if keep_teacher_prompt:
@@ -301,7 +318,9 @@ def make_distill_loss(coef: float, estimator: Estimator, anchor: float = 0.0, ac
                                              [chunk[i].candidate_ids for i in anchored])
                 for i, live_logp in zip(anchored, live):
                     s = chunk[i]
-                    drift = teacher_anchor_kl(torch.tensor(s.extras["teacher"], device=device), live_logp)
+                    # The advised outputs as the round's weights gave them (the teacher itself unless amplified).
+                    held = s.extras.get("advised", s.extras["teacher"])
+                    drift = teacher_anchor_kl(torch.tensor(held, device=device), live_logp)
                     loss = loss + anchor * s.extras["credit"] * weights[i] * drift
                     # Per anchored state, weighted like distill_kl (divided by distill_weight at the end).
                     stats["anchor_kl"] += weights[i] * float(drift.detach())
