@@ -66,6 +66,7 @@ WORLDS = {
         "o23 handed off after round 1 (o27)": (household("o27"), "oracle control (o23)"),
         "o26, six of eight members conditioned (o28)": (household("o28"), None),
         "o26, every member conditioned (o29)": (household("o29"), None),
+        "o26, the teacher amplified twice (o30)": (household("o30"), None),
         "EDGE (e22)": (household("e22"), None),
         "e22 handed off after round 3 (e24)": (household("e24"), "EDGE (e22)"),
     },
