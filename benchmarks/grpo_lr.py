@@ -3,10 +3,10 @@
 The budget sweep (docs/benchmark-budget.md) chose 16 tasks x 8 members, one epoch of 6 minibatches a round at
 lr 1e-3, and left its row at lr 2e-3 unrun. At that budget a round moves the policy little (approx-KL 0.006 a
 round) and the oracle control's distillation KL stays at 0.1-0.55 a state after each round's update: if GRPO
-learns faster at a higher rate, the baseline was under-tuned; if the scaffold's transfer is limited by how far six
+learns more at another rate, the baseline was under-tuned; if the scaffold's transfer is limited by how far six
 steps can move the plain policy, a higher rate should widen the control's lead. Both methods run at the new rate
-from the benchmark's warm starts (N = 30), on the same tasks and evaluation streams as the sweep's runs (and GRPO
-alone at lr 5e-4 the same way, with --method grpo only, --runs-dir benchmarks/sweep/lr05 and grpo.lr=0.0005):
+from the benchmark's warm starts (N = 30), on the same tasks and evaluation streams as the sweep's runs (and both
+again at lr 5e-4 the same way: --runs-dir and --out-dir benchmarks/sweep/lr05, grpo.lr=0.0005):
 
     .venv/bin/edge bench learning --env household --method grpo --method edge-oracle-bank --seed 0 ... --seed 4 \\
         --split test_seen --eval-episodes 400 --eval-every 10000 --jobs 2 --runs-dir benchmarks/sweep/lr2 \\
