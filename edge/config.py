@@ -419,10 +419,11 @@ class DistillConfig(_Section):
     moves it, softmax(l_plain + alpha (l_advised - l_plain)) over the admissible actions, at the teacher's
     weights (classifier-free guidance applied to the target). Why: the advised network follows the advice
     only weakly; on o23's household runs, before the object is found, it puts 44.8% of the mass on the
-    advised places (plain 34.9%, chance 32.4%; step_probe_o23_find_xeon10.md), so distilling its
-    outputs can transfer at most that much. The anchor still holds the advised outputs themselves. Needs
-    ``estimator: exact``; costs one more forward pass over the distilled states. 1.0 (the spec): the
-    advised outputs."""
+    advised places (plain 34.9%, chance 32.4%; step_probe_o23_find_xeon10.md), which caps what distilling
+    its outputs can pass on. The anchor still holds the advised outputs themselves. Needs ``estimator:
+    exact``; costs one more forward pass over the distilled states. Measured (internalization.md row o30,
+    alpha = 2 on o26, five seeds): -6.2 [-14.1, 1.8] points plain and -5.2 with the advice against o26, like
+    every stronger pull before it. 1.0 (the spec, the default): the advised outputs."""
     anchor: float = Field(0.0, ge=0)
     """Weight of KL(teacher || live weights) on the distilled states *with* the experience: it holds the
     advised context at the round's teacher while the plain context is pulled towards it (student and
