@@ -19,7 +19,8 @@ again at lr 5e-4 the same way: --runs-dir and --out-dir benchmarks/sweep/lr05, g
 reads those runs beside the reference ones (GRPO in benchmarks/runs, o26 in the sweep) and pairs them by seed
 and task:
 
-    .venv/bin/python benchmarks/grpo_lr.py --runs benchmarks/sweep/lr2 --runs benchmarks/sweep/lr05 --seed 0 ... --seed 4
+    .venv/bin/python benchmarks/grpo_lr.py --runs benchmarks/sweep/lr2 --runs benchmarks/sweep/lr05 \\
+        --seed 0 ... --seed 4
 
 Writes benchmarks/results/grpo_lr.{md,json}.
 """
@@ -47,6 +48,31 @@ def lr_of(run: Path) -> float:
     return json.loads((run / "params.json").read_text())["grpo"]["lr"]
 
 
+def flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out |= flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
+
+
+IGNORED = ("grpo.lr", "train.runs_dir", "train.run_name", "eval.intermediate_episodes")
+"""Fields a run at another rate may differ in from its reference: the rate, where it lives, and the
+intermediate evaluations' size (none are made: the runs evaluate after the last round only)."""
+
+
+def check_only_the_rate_differs(run: Path, reference: Path) -> None:
+    """Refuse a pair whose recorded settings differ in anything but ``IGNORED`` (and, for GRPO, the fields
+    it never reads: bank.*, distill.*), naming the fields: the comparison is about the rate alone."""
+    ours, theirs = (flat(json.loads((f / "params.json").read_text())) for f in (run, reference))
+    grpo = ours.get("train.method") == sweep.GRPO
+    differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k) and k not in IGNORED
+                    and not (grpo and k.split(".")[0] in ("bank", "distill"))
+                    and not (k == "distill.guidance_scale" and ours.get(k, 1.0) == theirs.get(k, 1.0)))
+    if differ:
+        raise ValueError(f"{run} differs from {reference} in more than grpo.lr: "
+                         + ", ".join(f"{k} ({ours.get(k)!r} against {theirs.get(k)!r})" for k in differ))
+
+
 def series(folders: list[Path], seeds: list[int]) -> dict[str, dict[int, dict]]:
     """GRPO and the oracle control at the reference rate, and each of ``folders``' methods at its rate, by seed
     (a folder's oracle runs only where it has them)."""
@@ -57,6 +83,10 @@ def series(folders: list[Path], seeds: list[int]) -> dict[str, dict[int, dict]]:
         where[f"GRPO, lr {rate:g}"] = lambda s, f=folder: f / run_name("household", "grpo", s)
         if (folder / run_name("household", sweep.ORACLE, seeds[0])).exists():
             where[f"oracle (o26), lr {rate:g}"] = lambda s, f=folder: f / run_name("household", sweep.ORACLE, s)
+    for name, at in where.items():
+        reference = where["GRPO" if name.startswith("GRPO") else "oracle (o26)"]
+        for s in seeds:
+            check_only_the_rate_differs(at(s), reference(s))
     return {name: {s: read_run(at(s), [SPLIT]) | {"lr": lr_of(at(s))} for s in seeds} for name, at in where.items()}
 
 

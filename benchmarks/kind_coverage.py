@@ -102,6 +102,7 @@ def summarise(per_seed: dict[int, dict]) -> dict:
         if trained and s["0"]["gain"]:
             contrast[seed] = fmean(trained) - fmean(s["0"]["gain"])
             advice_contrast[seed] = fmean(trained_advice) - fmean(s["0"]["advice"])
+
     def interval(values: dict) -> dict | None:
         return t_interval_mean(list(values.values())).to_dict() if values else None
 

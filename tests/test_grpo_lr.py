@@ -1,5 +1,7 @@
 """benchmarks/grpo_lr.py: which series it pairs, and that each pair is ours minus theirs by seed and task."""
 
+import json
+
 import pytest
 from benchmark_scripts import load
 
@@ -41,3 +43,26 @@ def test_the_rate_and_the_leads_are_paired_by_seed(grpo_lr):
     lead = pairs[("oracle (o26), lr 0.002", "GRPO, lr 0.002")]
     assert lead["per_seed_tasks"]["0"]["mean"] == pytest.approx(0.0)
     assert lead["per_seed"]["1"] == pytest.approx(0.25)
+
+
+def test_a_run_that_differs_in_more_than_the_rate_is_refused_naming_the_field(grpo_lr, tmp_path):
+    def params(folder, **changes):
+        base = {"seed": 0, "train": {"method": "grpo", "runs_dir": "a", "run_name": "x"}, "grpo": {"lr": 1e-3},
+                "bank": {"rho": 0.5}, "distill": {"coef": 1.0}, "rollout": {"group_size": 8}}
+        for key, value in changes.items():
+            section, field = key.split("__")
+            base[section] = base[section] | {field: value}
+        folder.mkdir()
+        (folder / "params.json").write_text(json.dumps(base))
+        return folder
+
+    reference = params(tmp_path / "ref")
+    # The rate, the folder and fields GRPO never reads may differ.
+    grpo_lr.check_only_the_rate_differs(params(tmp_path / "ok", grpo__lr=2e-3, train__runs_dir="b",
+                                               bank__rho=0.25), reference)
+    with pytest.raises(ValueError, match=r"differs from .* in more than grpo.lr: rollout.group_size \(4 against 8\)"):
+        grpo_lr.check_only_the_rate_differs(params(tmp_path / "bad", grpo__lr=2e-3, rollout__group_size=4), reference)
+    oracle = params(tmp_path / "oracle_ref", train__method="edge-oracle-bank")
+    with pytest.raises(ValueError, match="bank.rho"):
+        grpo_lr.check_only_the_rate_differs(params(tmp_path / "oracle", train__method="edge-oracle-bank",
+                                                   bank__rho=0.25), oracle)
