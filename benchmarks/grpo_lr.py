@@ -22,7 +22,7 @@ and task:
     .venv/bin/python benchmarks/grpo_lr.py --runs benchmarks/sweep/lr2 --runs benchmarks/sweep/lr05 \\
         --seed 0 ... --seed 4
 
-Writes benchmarks/results/grpo_lr.{md,json}.
+Writes benchmarks/results/grpo_lr.{md,json} (``--name N``: grpo_lr_N.{md,json}).
 """
 
 from __future__ import annotations
@@ -75,13 +75,13 @@ def check_only_the_rate_differs(run: Path, reference: Path) -> None:
 
 def series(folders: list[Path], seeds: list[int]) -> dict[str, dict[int, dict]]:
     """GRPO and the oracle control at the reference rate, and each of ``folders``' methods at its rate, by seed
-    (a folder's oracle runs only where it has them)."""
+    (a folder's oracle runs only where it has them for every seed)."""
     where = {"GRPO": lambda s: sweep.run_folder(sweep.GRPO, s, REFERENCE_RUNS),
              "oracle (o26)": lambda s: sweep.run_folder(ORACLE_ROW, s, REFERENCE_RUNS)}
     for folder in folders:
         rate = lr_of(folder / run_name("household", "grpo", seeds[0]))
         where[f"GRPO, lr {rate:g}"] = lambda s, f=folder: f / run_name("household", "grpo", s)
-        if (folder / run_name("household", sweep.ORACLE, seeds[0])).exists():
+        if all((folder / run_name("household", sweep.ORACLE, s) / "params.json").exists() for s in seeds):
             where[f"oracle (o26), lr {rate:g}"] = lambda s, f=folder: f / run_name("household", sweep.ORACLE, s)
     for name, at in where.items():
         reference = where["GRPO" if name.startswith("GRPO") else "oracle (o26)"]
@@ -148,15 +148,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="a folder of runs at another rate (edge bench learning's); repeat for several")
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--name", help="writes grpo_lr_NAME.{md,json} instead of grpo_lr.{md,json}")
     args = parser.parse_args(argv)
     result = compare(series(args.runs, args.seed), args.seed)
     command = "benchmarks/grpo_lr.py " + " ".join([f"--runs {r}" for r in args.runs]
-                                                   + [f"--seed {s}" for s in args.seed])
+                                                   + [f"--seed {s}" for s in args.seed]
+                                                   + ([f"--name {args.name}"] if args.name else []))
+    stem = f"grpo_lr_{args.name}" if args.name else "grpo_lr"
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "grpo_lr.json").write_text(json.dumps({"seeds": args.seed, "command": command,
+    (args.out / f"{stem}.json").write_text(json.dumps({"seeds": args.seed, "command": command,
                                                        "machine": describe_machine()} | result, indent=2))
     text = report(result, args.seed, command)
-    (args.out / "grpo_lr.md").write_text(text)
+    (args.out / f"{stem}.md").write_text(text)
     print(text)
 
 
