@@ -8,8 +8,8 @@ the advice should be worth less there at the end (it says what the plain policy 
 
 Per seed, for a finished configuration of the internalization sweep and GRPO's reference run of the same
 seed (same warm start, same training tasks: the round's tasks depend on the seed only), the evaluation tasks
-are split by how many training tasks of the scaffolded rounds (rounds before ``bank.handoff_round`` with the
-``handoff`` schedule, else every round) had the same object kind: 0, 1, 2, 3 or more. For each bucket:
+are split by how many training tasks with conditioned members (every task of the oracle's rows while the
+scaffold is on; none after a ``handoff``) had the same object kind: 0, 1, 2, 3 or more. For each bucket:
 plain - GRPO and (with the advice) - plain, each over the bucket's tasks of every seed; and, per seed, the
 gain on trained kinds minus the gain on untrained ones, with its Student-t interval over seeds. Reads finished
 runs only (each round's rollouts for the trained tasks, the last round's evaluation for the outcomes):
@@ -51,30 +51,15 @@ def object_kind(task_spec: dict) -> str:
     return task_spec["goal"]["object"]
 
 
-def scaffolded_rounds(params: dict) -> int:
-    """How many rounds, from round 0, had conditioned members (the whole run unless handed off)."""
-    bank = params.get("bank", {})
-    if bank.get("rho_schedule") == "handoff":
-        return min(bank["handoff_round"], params["train"]["rounds"])
-    return params["train"]["rounds"]
-
-
 def trained_kinds(folder: Path) -> Counter:
-    """Object kind -> how many training tasks of the scaffolded rounds were about it (from the rollouts)."""
-    params = json.loads((folder / "params.json").read_text())
+    """Object kind -> how many training tasks had members conditioned on the advice (from the rollouts: a
+    round handed off conditions none, so the rows say which rounds count)."""
     kinds = Counter()
-    for k in range(scaffolded_rounds(params)):
-        table = pq.read_table(folder / f"round_{k:03d}" / "rollouts.parquet", columns=["group_id", "task_json"])
-        tasks = dict(zip(table.column("group_id").to_pylist(), table.column("task_json").to_pylist()))
-        kinds.update(object_kind(json.loads(t)["spec"]) for t in tasks.values())
+    for rollouts in sorted(folder.glob("round_[0-9][0-9][0-9]/rollouts.parquet")):
+        table = pq.read_table(rollouts, columns=["group_id", "task_json", "conditioned"]).to_pydict()
+        scaffolded = {g: t for g, t, c in zip(table["group_id"], table["task_json"], table["conditioned"]) if c}
+        kinds.update(object_kind(json.loads(t)["spec"]) for t in scaffolded.values())
     return kinds
-
-
-def final_outcomes(folder: Path) -> tuple[dict[str, bool], dict[str, bool] | None]:
-    """The last round's evaluation: won per task, plain and with the advice or bank (None for GRPO)."""
-    last = sorted(folder.glob("round_[0-9][0-9][0-9]"))[-1]
-    ev = json.loads((last / "eval.json").read_text())[SPLIT]
-    return ev["plain"]["won_by_task"], ev.get("with_bank", {}).get("won_by_task")
 
 
 def seed_buckets(kind_of_task: dict[str, str], trained: dict[str, int], plain: dict, grpo: dict, advised: dict) -> dict:
@@ -113,19 +98,20 @@ def summarise(per_seed: dict[int, dict]) -> dict:
 
 
 def measure(config: str, seeds: list[int]) -> dict:
+    ours, grpo = (sweep.runs_of(c, seeds, REFERENCE_RUNS) for c in (config, sweep.GRPO))
     per_seed = {}
     for seed in seeds:
-        folder = sweep.run_folder(config, seed, REFERENCE_RUNS)
-        grpo, _ = final_outcomes(sweep.run_folder(sweep.GRPO, seed, REFERENCE_RUNS))
-        plain, advised = final_outcomes(folder)
+        outcomes, grpo_plain = ours[seed]["final_tasks"][SPLIT], grpo[seed]["final_tasks"][SPLIT]["plain"]
+        plain = outcomes["plain"]
+        folder = Path(ours[seed]["folder"])
         params = json.loads((folder / "params.json").read_text())
         # The evaluation's tasks are the first ones of the split for the run's seed (``eval_tasks``).
         tasks = generate_tasks(params["train"]["env"], SPLIT, len(plain), params["seed"])
-        if {t.task_id for t in tasks} != set(plain) or set(grpo) != set(plain):
+        if {t.task_id for t in tasks} != set(plain) or set(grpo_plain) != set(plain):
             raise ValueError(f"{folder}: its last evaluation and GRPO's are not of the split's first {len(plain)} "
                              "tasks of the seed")
         per_seed[seed] = seed_buckets({t.task_id: object_kind(t.spec) for t in tasks}, trained_kinds(folder),
-                                      plain, grpo, advised)
+                                      plain, grpo_plain, outcomes["with_bank"])
     return summarise(per_seed)
 
 

@@ -18,19 +18,23 @@ def task_json(task_id: str, kind: str) -> str:
     return json.dumps({"task_id": task_id, "spec": {"goal": {"object": kind, "type": "pick_and_place_simple"}}})
 
 
+def write_round(folder, k: int, kinds: list[str], conditioned: bool) -> None:
+    (folder / f"round_{k:03d}").mkdir(exist_ok=True)
+    # Each task's group has several members (rows), the first plain, the others conditioned unless handed off:
+    # the task counts once.
+    ids = [f"t{k}-{i}" for i, _ in enumerate(kinds) for _ in range(3)]
+    jsons = [task_json(f"t{k}-{i}", kind) for i, kind in enumerate(kinds) for _ in range(3)]
+    flags = [conditioned and m > 0 for _ in kinds for m in range(3)]
+    pq.write_table(pa.table({"group_id": ids, "task_json": jsons, "conditioned": flags}),
+                   folder / f"round_{k:03d}" / "rollouts.parquet")
+
+
 def test_only_the_rounds_before_the_hand_off_count_and_each_task_once(coverage, tmp_path):
     rounds = [["apple", "apple", "mug"], ["mug", "pen"], ["watch"]]  # round 2 is after the hand-off
-    (tmp_path / "params.json").write_text(json.dumps(
-        {"train": {"rounds": 3}, "bank": {"rho_schedule": "handoff", "handoff_round": 2}}))
     for k, kinds in enumerate(rounds):
-        (tmp_path / f"round_{k:03d}").mkdir()
-        # Each task's group has several members (rows): the task counts once.
-        ids = [f"t{k}-{i}" for i, _ in enumerate(kinds) for _ in range(3)]
-        jsons = [task_json(f"t{k}-{i}", kind) for i, kind in enumerate(kinds) for _ in range(3)]
-        pq.write_table(pa.table({"group_id": ids, "task_json": jsons}),
-                       tmp_path / f"round_{k:03d}" / "rollouts.parquet")
+        write_round(tmp_path, k, kinds, conditioned=k < 2)
     assert coverage.trained_kinds(tmp_path) == {"apple": 2, "mug": 2, "pen": 1}
-    (tmp_path / "params.json").write_text(json.dumps({"train": {"rounds": 3}, "bank": {"rho_schedule": "constant"}}))
+    write_round(tmp_path, 2, rounds[2], conditioned=True)  # the scaffold kept on
     assert coverage.trained_kinds(tmp_path)["watch"] == 1
 
 
