@@ -38,21 +38,12 @@ import internalization_sweep as sweep  # noqa: E402
 
 from edge.benchmarking.learning import paired_difference, read_run, run_name  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.config import EdgeParams, ignored_settings, run_params  # noqa: E402
+from edge.tracking import flatten  # noqa: E402
 
 REFERENCE_RUNS = Path("benchmarks/runs")
 SPLIT = "test_seen"
 ORACLE_ROW = "o26"
-
-
-def lr_of(run: Path) -> float:
-    return json.loads((run / "params.json").read_text())["grpo"]["lr"]
-
-
-def flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        out |= flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
-    return out
 
 
 IGNORED = ("grpo.lr", "train.runs_dir", "train.run_name", "eval.intermediate_episodes")
@@ -60,17 +51,21 @@ IGNORED = ("grpo.lr", "train.runs_dir", "train.run_name", "eval.intermediate_epi
 intermediate evaluations' size (none are made: the runs evaluate after the last round only)."""
 
 
-def check_only_the_rate_differs(run: Path, reference: Path) -> None:
-    """Refuse a pair whose recorded settings differ in anything but ``IGNORED`` (and, for GRPO, the fields
-    it never reads: bank.*, distill.*), naming the fields: the comparison is about the rate alone."""
-    ours, theirs = (flat(json.loads((f / "params.json").read_text())) for f in (run, reference))
-    grpo = ours.get("train.method") == sweep.GRPO
-    differ = sorted(k for k in set(ours) | set(theirs) if ours.get(k) != theirs.get(k) and k not in IGNORED
-                    and not (grpo and k.split(".")[0] in ("bank", "distill"))
-                    and not (k == "distill.guidance_scale" and ours.get(k, 1.0) == theirs.get(k, 1.0)))
+def recorded(run: Path) -> EdgeParams:
+    """A run's recorded settings, with the fields added since it was written at their defaults (``run_params``)."""
+    return run_params(json.loads((run / "params.json").read_text()))
+
+
+def check_only_the_rate_differs(run: Path, ours: EdgeParams, reference: Path, theirs: EdgeParams) -> None:
+    """Refuse a pair whose settings differ in anything but ``IGNORED`` and the fields its method never reads
+    (``ignored_settings``: GRPO reads no bank or distillation field), naming the fields: the comparison is
+    about the rate alone."""
+    a, b = (flatten(p.model_dump(mode="json")) for p in (ours, theirs))
+    unread = set(ignored_settings(ours)) | set(ignored_settings(theirs))
+    differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k) and k not in IGNORED and k not in unread)
     if differ:
         raise ValueError(f"{run} differs from {reference} in more than grpo.lr: "
-                         + ", ".join(f"{k} ({ours.get(k)!r} against {theirs.get(k)!r})" for k in differ))
+                         + ", ".join(f"{k} ({a.get(k)} against {b.get(k)})" for k in differ))
 
 
 def series(folders: list[Path], seeds: list[int]) -> dict[str, dict[int, dict]]:
@@ -79,15 +74,17 @@ def series(folders: list[Path], seeds: list[int]) -> dict[str, dict[int, dict]]:
     where = {"GRPO": lambda s: sweep.run_folder(sweep.GRPO, s, REFERENCE_RUNS),
              "oracle (o26)": lambda s: sweep.run_folder(ORACLE_ROW, s, REFERENCE_RUNS)}
     for folder in folders:
-        rate = lr_of(folder / run_name("household", "grpo", seeds[0]))
+        rate = recorded(folder / run_name("household", "grpo", seeds[0])).grpo.lr
         where[f"GRPO, lr {rate:g}"] = lambda s, f=folder: f / run_name("household", "grpo", s)
         if all((folder / run_name("household", sweep.ORACLE, s) / "params.json").exists() for s in seeds):
             where[f"oracle (o26), lr {rate:g}"] = lambda s, f=folder: f / run_name("household", sweep.ORACLE, s)
+    params = {name: {s: recorded(at(s)) for s in seeds} for name, at in where.items()}
     for name, at in where.items():
-        reference = where["GRPO" if name.startswith("GRPO") else "oracle (o26)"]
+        reference = "GRPO" if name.startswith("GRPO") else "oracle (o26)"
         for s in seeds:
-            check_only_the_rate_differs(at(s), reference(s))
-    return {name: {s: read_run(at(s), [SPLIT]) | {"lr": lr_of(at(s))} for s in seeds} for name, at in where.items()}
+            check_only_the_rate_differs(at(s), params[name][s], where[reference](s), params[reference][s])
+    return {name: {s: read_run(at(s), [SPLIT]) | {"lr": params[name][s].grpo.lr} for s in seeds}
+            for name, at in where.items()}
 
 
 def pairs_of(names: list[str]) -> list[tuple[str, str]]:

@@ -56,13 +56,14 @@ def test_a_run_that_differs_in_more_than_the_rate_is_refused_naming_the_field(gr
         (folder / "params.json").write_text(json.dumps(base))
         return folder
 
+    def check(run, reference):
+        grpo_lr.check_only_the_rate_differs(run, grpo_lr.recorded(run), reference, grpo_lr.recorded(reference))
+
     reference = params(tmp_path / "ref")
     # The rate, the folder and fields GRPO never reads may differ.
-    grpo_lr.check_only_the_rate_differs(params(tmp_path / "ok", grpo__lr=2e-3, train__runs_dir="b",
-                                               bank__rho=0.25), reference)
+    check(params(tmp_path / "ok", grpo__lr=2e-3, train__runs_dir="b", bank__rho=0.25), reference)
     with pytest.raises(ValueError, match=r"differs from .* in more than grpo.lr: rollout.group_size \(4 against 8\)"):
-        grpo_lr.check_only_the_rate_differs(params(tmp_path / "bad", grpo__lr=2e-3, rollout__group_size=4), reference)
+        check(params(tmp_path / "bad", grpo__lr=2e-3, rollout__group_size=4), reference)
     oracle = params(tmp_path / "oracle_ref", train__method="edge-oracle-bank")
     with pytest.raises(ValueError, match="bank.rho"):
-        grpo_lr.check_only_the_rate_differs(params(tmp_path / "oracle", train__method="edge-oracle-bank",
-                                                   bank__rho=0.25), oracle)
+        check(params(tmp_path / "oracle", train__method="edge-oracle-bank", bank__rho=0.25), oracle)
