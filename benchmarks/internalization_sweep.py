@@ -146,6 +146,16 @@ CONFIGS = {
             "object is found o23's puts 44.8% of the mass on the advised places, plain 34.9%, chance 32.4%)",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=4", "distill.guidance_scale=2.0"]),
+    "o31": ("o26 with the block shown only in the groups whose four plain members all failed (bank.condition_when = "
+            "plain_failed), the others playing GRPO's group: the scaffold withdraws task by task as the plain policy "
+            "learns, and the plain policy keeps GRPO's own episodes wherever they carry a signal (a split group has "
+            "half as many), as Guide (Nath et al. 2025) adds guidance only where the policy fails",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed"]),
+    "o32": ("o23 with the block shown only where the group's plain members all failed (o31 without the hand-off): "
+            "does a scaffold that withdraws by itself need handing off?",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.condition_when=plain_failed"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

@@ -308,6 +308,15 @@ class BankConfig(_Section):
     above 0 so that Delta, the credit and the distillation gate stay measured)."""
     handoff_round: int = Field(4, ge=1)
     """``rho_schedule: handoff``: the first round trained without the scaffold (rounds count from 0)."""
+    condition_when: Literal["always", "plain_failed"] = "always"
+    """Which groups are split: ``always``, every group whose task retrieved (the spec: its first
+    round(rho * G) members see the block); ``plain_failed``, the plain members play first and the block is
+    shown only in the groups where every one of them failed, the other groups playing plain (GRPO's group),
+    as Guide (Nath et al. 2025) adds guidance only where the policy fails on its own. The same episodes
+    and steps a round; the scaffold withdraws task by task as the plain policy learns, and the plain policy
+    keeps GRPO's on-policy episodes wherever they carry a signal. Delta is then measured only where the
+    plain members failed (it is the conditioned members' success, never negative), so a learned bank's
+    utilities read higher than under ``always``. Needs 0 < rho < 1."""
     conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
     """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
     spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they
@@ -380,6 +389,13 @@ class BankConfig(_Section):
         if self.subjects != "failed" and self.grain != "knowledge":
             raise ValueError(f"bank.subjects: {self.subjects} writes entries that serve every task type, which needs "
                              f"bank.grain: knowledge (got grain: {self.grain})")
+        return self
+
+    @model_validator(mode="after")
+    def _plain_members_play_first(self) -> BankConfig:
+        if self.condition_when == "plain_failed" and not 0 < self.rho < 1:
+            raise ValueError(f"bank.condition_when: plain_failed lets the plain members play first and conditions "
+                             f"the others where they all failed, which needs 0 < bank.rho < 1 (got rho: {self.rho})")
         return self
 
     @model_validator(mode="after")

@@ -95,11 +95,13 @@ def episode_generator(seed: int, task_id: str, member: int) -> torch.Generator:
 def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
             experiences: dict[str, Experience] | None = None, conditioned_per_group: int = 0,
             retrieve_step: Callable[[Task, str], Experience | None] | None = None,
-            follow_progress: bool = False,
+            follow_progress: bool = False, members: range | None = None,
             greedy: bool = False, max_steps: int | None = None, progress=None) -> list[Trajectory]:
     """Roll out ``group_size`` trajectories per task; the first ``conditioned_per_group`` members of
     a task's group see its experience when ``experiences`` has one for it, the rest are plain.
     ``seed`` (the stage's) seeds every episode's own stream, with its task id and member.
+    ``members``: play only these members of each group (default all ``group_size``); each keeps its own
+    stream, so a group played in two parts replays the episodes of one played whole.
 
     With ``retrieve_step``, a conditioned trajectory's block is retrieved again after every step
     from the new observation (keeping the previous block when nothing is found), and every entry
@@ -111,9 +113,10 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
     trajectories: list[Trajectory] = []
     envs, states, generators = [], [], []
     kwargs = {"max_steps": max_steps} if max_steps else {}
-    for task, (group_envs, resets) in zip(tasks, make_groups(tasks, group_size, **kwargs)):
+    members = range(group_size) if members is None else members
+    for task, (group_envs, resets) in zip(tasks, make_groups(tasks, len(members), **kwargs)):
         exp = experiences.get(task.task_id)
-        for member, (env, first) in enumerate(zip(group_envs, resets)):
+        for member, env, first in zip(members, group_envs, resets, strict=True):
             conditioned = exp is not None and member < conditioned_per_group
             own = Experience(exp.text, list(exp.entry_ids)) if conditioned else None  # ids may grow per step
             traj = Trajectory(f"{task.task_id}/m{member}", task, task.task_id, member, conditioned, own)
@@ -154,6 +157,30 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
                 still.append(i)
         active = still
     return trajectories
+
+
+def rollout_guided_where_plain_failed(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
+                                      experiences: dict[str, Experience], conditioned_per_group: int,
+                                      **kwargs) -> list[Trajectory]:
+    """``bank.condition_when: plain_failed``: the plain members of every group (members
+    ``conditioned_per_group`` to ``group_size`` - 1) play first; then the first ``conditioned_per_group``
+    members see their task's experience only where every plain member failed, and play plain where
+    one won. The same episodes a group as ``rollout`` and the same order (task by task, member by
+    member); where the block is shown, each member replays the stream it has in ``rollout``.
+    ``kwargs``: ``rollout``'s other options."""
+    if not 0 < conditioned_per_group < group_size:
+        raise ValueError(f"conditioning where the plain members failed needs plain members to play first and "
+                         f"members to condition: 0 < conditioned members < group size (got "
+                         f"{conditioned_per_group} of {group_size})")
+    plain = rollout(actor, tasks, group_size, seed, members=range(conditioned_per_group, group_size), **kwargs)
+    solved = {t.group_id for t in plain if t.won}
+    guided = {task_id: e for task_id, e in experiences.items() if task_id not in solved}
+    first = rollout(actor, tasks, group_size, seed, experiences=guided, conditioned_per_group=conditioned_per_group,
+                    members=range(conditioned_per_group), **kwargs)
+    by_task: dict[str, list[Trajectory]] = {}
+    for t in first + plain:  # members 0.. first in each group
+        by_task.setdefault(t.group_id, []).append(t)
+    return [t for task in tasks for t in by_task[task.task_id]]
 
 
 # ----- Parquet ---------------------------------------------------------------------------------

@@ -73,7 +73,15 @@ from edge.files import (
 )
 from edge.policy.actor import Actor
 from edge.policy.model import Policy, load_policy, save_policy
-from edge.rollout import Experience, Trajectory, episode_seed, read_rollouts, rollout, write_rollouts
+from edge.rollout import (
+    Experience,
+    Trajectory,
+    episode_seed,
+    read_rollouts,
+    rollout,
+    rollout_guided_where_plain_failed,
+    write_rollouts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +384,10 @@ def collect_stage(run: Run, k: int) -> Path:
             stream = stage_seed(run.params.seed, k, "collect")
             experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
             retrieval_seconds = time.perf_counter() - retrieval_started
-    trajectories = rollout(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
+    collect = rollout
+    if experiences and conditioned > 0 and run.params.bank.condition_when == "plain_failed":
+        collect = rollout_guided_where_plain_failed
+    trajectories = collect(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
                            follow_progress=run.params.bank.block_follows_progress, max_steps=cfg.max_steps)
