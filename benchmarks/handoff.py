@@ -95,7 +95,8 @@ def round_metrics(folder: Path) -> list[dict]:
     out = []
     for metrics in sorted(folder.glob("round_[0-9][0-9][0-9]/train_metrics.json")):
         m = json.loads(metrics.read_text())
-        # A round with every member conditioned (bank.rho = 1) has no plain member: its 0 is no success rate.
+        # A round with every member conditioned (bank.rho = 1) has no plain member: train.py records None there
+        # now; runs written before it did record 0, which is no success rate either.
         out.append({"round": m["round"], "plain": None if m.get("rho") == 1.0 else m["train_success_plain"],
                     "conditioned": m["train_success_conditioned"],
                     "seconds": m["collect_seconds"] + m["update_seconds"]})

@@ -60,8 +60,8 @@ def final_metrics(run: Run, rows: list[dict]) -> dict:
 def format_round(k: int, s: dict, run: Run) -> list[str]:
     """What a person wants to see after a round: success, losses, Delta, and the bank's changes."""
     evals = "  ".join(f"{key[5:]}={v:.1%}" for key, v in s.items() if key.startswith("eval_") and v is not None)
-    conditioned = s.get("train_success_conditioned")
-    lines = [f"round {k}: train plain {s['train_success_plain']:.1%}"
+    plain, conditioned = s.get("train_success_plain"), s.get("train_success_conditioned")
+    lines = [f"round {k}: train " + (f"plain {plain:.1%}" if plain is not None else "no plain member")
              + (f" / conditioned {conditioned:.1%}" if conditioned is not None else "")
              + f"  pg {s.get('pg_loss', 0):+.4f}  distill {s.get('distill_loss', 0):.4f}  kl {s.get('kl', 0):.4f}"
              f"  samples {s['samples']}  {evals}  ({s['collect_seconds']:.0f}+{s['update_seconds']:.0f} s)"]

@@ -552,7 +552,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     conditioned = [t for t in trajectories if t.conditioned]
     metrics = {
         "round": k,
-        "train_success_plain": sum(t.won for t in plain) / max(len(plain), 1),
+        # None, not 0, in a round whose members were all conditioned (bank.rho = 1): no plain success was measured.
+        "train_success_plain": sum(t.won for t in plain) / len(plain) if plain else None,
         "train_success_conditioned": sum(t.won for t in conditioned) / len(conditioned) if conditioned else None,
         "distill_samples": n_distill,
         "distill_only_samples": n_distill_only,

@@ -151,3 +151,13 @@ def test_per_step_training_round_runs_and_credits_entries(tmp_path):
     assert conditioned
     credited = {c["id"] for c in json.loads((run.round_dir(1) / "bank_changes.json").read_text())["credited"]}
     assert credited == {e for t in conditioned for e in t.experience.entry_ids}
+
+
+def test_a_round_with_every_member_conditioned_records_no_plain_success_and_prints(tmp_path):
+    from edge.pipeline import format_round
+    from edge.train import round_summary
+
+    run = train(edge_params(tmp_path, method="edge-oracle-bank", rounds=1, bank={"embedder": "hash", "rho": 1.0}))
+    metrics = json.loads((run.round_dir(0) / "train_metrics.json").read_text())
+    assert metrics["train_success_plain"] is None and metrics["train_success_conditioned"] is not None
+    assert format_round(0, round_summary(run, 0), run)[0].startswith("round 0: train no plain member / conditioned")
