@@ -474,7 +474,8 @@ def write(rows: dict) -> None:
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
              "Machine: " + "; ".join(machines) + ".", "",
              "Groups retrieving: the share of training groups whose task retrieved any entry, over seeds and "
-             "rounds (in brackets from round 1 on: round 0's bank is empty).", "",
+             "rounds (in brackets from round 1 on: round 0's bank is empty); under `bank.condition_when: "
+             "plain_failed` (o31, o32) the share of groups shown the block, those whose plain members all failed.", "",
              "| config | what it asks | seeds | plain | with advice | retention | plain − GRPO | per seed | "
              "plain − default | with advice − plain | groups retrieving | min / run |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
