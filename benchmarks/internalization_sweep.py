@@ -225,6 +225,12 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
              "bank.rho_schedule=handoff", "bank.handoff_round=4"]),
+    "e25": ("e22 with the block shown only in the groups whose plain members all failed (bank.condition_when = "
+            "plain_failed, o31's option on the learned bank): its entries are followed where the policy fails on its "
+            "own, and the plain policy keeps GRPO's episodes elsewhere",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
+             "bank.condition_when=plain_failed"]),
 }
 
 
