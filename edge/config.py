@@ -316,7 +316,7 @@ class BankConfig(_Section):
     and steps a round; the scaffold withdraws task by task as the plain policy learns, and the plain policy
     keeps GRPO's on-policy episodes wherever they carry a signal. Delta is then measured only where the
     plain members failed (it is the conditioned members' success, never negative), so a learned bank's
-    utilities read higher than under ``always``. Needs 0 < rho < 1. Measured (internalization.md row o31, o26
+    utilities read higher than under ``always``. Needs 0 < round(rho * G) < G. Measured (internalization.md row o31, o26
     with it, ten seeds): the block went to 59% of the groups in round 0 and 28% in round 3 (40% of o26's advised
     episodes); 51.0% plain, +4.1 [0.8, 7.4] over GRPO with eight seeds of ten ahead, and -1.4 [-6.2, 3.3] against
     o26: a steadier lead, not a larger one, so ``always`` (the spec) stays."""
@@ -392,13 +392,6 @@ class BankConfig(_Section):
         if self.subjects != "failed" and self.grain != "knowledge":
             raise ValueError(f"bank.subjects: {self.subjects} writes entries that serve every task type, which needs "
                              f"bank.grain: knowledge (got grain: {self.grain})")
-        return self
-
-    @model_validator(mode="after")
-    def _plain_members_play_first(self) -> BankConfig:
-        if self.condition_when == "plain_failed" and not 0 < self.rho < 1:
-            raise ValueError(f"bank.condition_when: plain_failed lets the plain members play first and conditions "
-                             f"the others where they all failed, which needs 0 < bank.rho < 1 (got rho: {self.rho})")
         return self
 
     @model_validator(mode="after")
@@ -604,6 +597,16 @@ class EdgeParams(_Section):
     distill: DistillConfig = Field(default_factory=DistillConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
+
+    @model_validator(mode="after")
+    def _plain_members_play_first(self) -> EdgeParams:
+        conditioned, size = round(self.bank.rho * self.rollout.group_size), self.rollout.group_size
+        if self.bank.condition_when == "plain_failed" and not 0 < conditioned < size:
+            raise ValueError(f"bank.condition_when: plain_failed lets a group's plain members play first and "
+                             f"conditions the others where they all failed, which needs both in every group: "
+                             f"0 < round(bank.rho x rollout.group_size) < rollout.group_size (got rho {self.bank.rho} "
+                             f"of {size}: {conditioned} conditioned)")
+        return self
 
 
 def _describe(err: ValidationError, source: str) -> str:

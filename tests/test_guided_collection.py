@@ -85,9 +85,10 @@ def test_a_group_needs_plain_members_to_play_first_and_members_to_condition():
         with pytest.raises(ValueError, match="0 < conditioned members < group size"):
             rollout_guided_where_plain_failed(ScriptedActor(), tasks, GROUP, 0, experiences=advice,
                                               conditioned_per_group=conditioned)
-    for rho in (0.0, 1.0):
-        with pytest.raises(ConfigError, match="bank.rho"):
-            parse_params({"bank": {"condition_when": "plain_failed", "rho": rho}})
+    for rho in (0.0, 1.0, 0.95):  # 0.95 of 8 rounds to 8: no plain member would play first
+        with pytest.raises(ConfigError, match=r"round\(bank.rho x rollout.group_size\)"):
+            parse_params({"bank": {"condition_when": "plain_failed", "rho": rho}, "rollout": {"group_size": 8}})
+    assert parse_params({"bank": {"condition_when": "plain_failed", "rho": 0.25}}).bank.rho == 0.25
 
 
 def test_a_run_conditions_where_its_plain_members_failed_and_scores_only_those_groups(tmp_path):
