@@ -318,7 +318,7 @@ class BankConfig(_Section):
     plain members failed (it is the conditioned members' success, never negative), so a learned bank's
     utilities read higher than under ``always``. Needs 0 < round(rho * G) < G. Measured (internalization.md row o31, o26
     with it, ten seeds): the block went to 59% of the groups in round 0 and 28% in round 3 (40% of o26's advised
-    episodes); 51.0% plain, +4.1 [0.8, 7.4] over GRPO with eight seeds of ten ahead, and -1.4 [-6.2, 3.3] against
+    episodes); 51.0% plain, +4.1 [0.8, 7.4] over GRPO with eight seeds of ten ahead, and +0.1 [-3.9, 4.0] against
     o26: a steadier lead, not a larger one, so ``always`` (the spec) stays."""
     conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
     """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
