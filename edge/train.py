@@ -385,7 +385,7 @@ def collect_stage(run: Run, k: int) -> Path:
             experiences = {t.task_id: e for t in tasks if (e := run.experience_for(t, stream)) is not None}
             retrieval_seconds = time.perf_counter() - retrieval_started
     collect = rollout
-    if experiences and conditioned > 0 and run.params.bank.condition_when == "plain_failed":
+    if experiences and run.params.bank.condition_when == "plain_failed":  # retrieved only where members condition
         collect = rollout_guided_where_plain_failed
     trajectories = collect(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
