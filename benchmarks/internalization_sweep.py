@@ -156,6 +156,17 @@ CONFIGS = {
             "does a scaffold that withdraws by itself need handing off?",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.condition_when=plain_failed"]),
+    "o33": ("o31 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
+            "plain): the plain members of a group shown the block lose no more than GRPO's would (an all-failed "
+            "plain half carries nothing instead of being pushed down by the advised wins), and an advised episode, "
+            "in its own context and in the plain one, is credited by how far it beat the plain policy",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
+             "bank.advantage_baseline=plain"]),
+    "o34": ("o26 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
+            "plain), every group split while the scaffold is on",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.advantage_baseline=plain"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

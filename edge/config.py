@@ -326,6 +326,15 @@ class BankConfig(_Section):
     then serve the credit and the distillation only); ``plain``, in the plain context, the block
     removed from the prompt (old log-probs recomputed there); ``own-and-plain``, both. PG on
     conditioned members where the block did not help can teach the model to ignore the block."""
+    advantage_baseline: Literal["group", "plain"] = "group"
+    """What a split group's advantages are measured against: ``group``, the mean of all its members, plain
+    and conditioned (the spec, GRPO's formula over the whole group); ``plain``, the mean of its plain members
+    only, the plain policy's own value on the task (``edge.algorithms.grpo.plain_baseline_advantages``;
+    the whole group's std scales both). Why: under ``group`` the advised members' wins raise the baseline, so
+    a group whose plain members all failed pushes each of their episodes down (GRPO's all-failed group
+    carries nothing), and an advised episode replayed in the plain context (``conditioned_pg: plain``,
+    ``own-and-plain``) is credited against a mean it helped raise, not against what the plain policy does.
+    Groups that are not split keep GRPO's advantages under either."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
     credit: Literal["gap", "margin", "soft", "utility"] = "gap"

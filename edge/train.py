@@ -484,7 +484,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     policy, optimizer = run.policy_for(k)
     trajectories = run.rollouts(k)
     g = run.params.grpo
-    samples, group_stats = grpo_samples(trajectories, g.std_normalize)
+    samples, group_stats = grpo_samples(trajectories, g.std_normalize, baseline=run.params.bank.advantage_baseline)
     update_cfg = UpdateConfig(g.lr, g.epochs, g.minibatches, g.clip_low, g.clip_high, g.beta, g.loss_agg,
                               g.max_grad_norm)
     generator = torch.Generator().manual_seed(stage_seed(run.params.seed, k, "update"))

@@ -11,6 +11,7 @@ from edge.algorithms.grpo import (
     group_advantages,
     grpo_samples,
     k3_kl,
+    plain_baseline_advantages,
     policy_update,
     ppo_clip_loss,
     sample_logprobs,
@@ -109,3 +110,20 @@ def test_equal_rewards_give_no_samples():
     trajs = small_rollout(actor, n_tasks=1, group=3)
     samples, stats = grpo_samples(trajs)
     assert samples == [] and stats["informative_group_share"] == 0.0
+
+
+def test_plain_baseline_measures_every_member_against_the_plain_members_mean():
+    # Plain members 0, 0, 0, 1 (mean 0.25); conditioned 1, 1, 0, 1. The group's std scales both.
+    rewards = torch.tensor([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0], dtype=torch.float64)
+    conditioned = [False] * 4 + [True] * 4
+    adv = plain_baseline_advantages(rewards, conditioned)
+    std = rewards.std(unbiased=False)
+    assert torch.allclose(adv, (rewards - 0.25) / (std + 1e-6))
+    # An all-failed plain half carries nothing, as GRPO's all-failed group; the advised wins stay credited.
+    rewards = torch.tensor([0.0] * 4 + [1.0, 0.0, 1.0, 0.0], dtype=torch.float64)
+    adv = plain_baseline_advantages(rewards, conditioned)
+    assert adv[:4].abs().max() == 0 and adv[6] > 0 and adv[5] == 0
+    assert (group_advantages(rewards)[:4] < 0).all()
+    # A group that is not split keeps GRPO's advantages.
+    plain_only = plain_baseline_advantages(rewards, [False] * 8)
+    assert torch.equal(plain_only, group_advantages(rewards))

@@ -44,6 +44,22 @@ def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: flo
     return centred
 
 
+def plain_baseline_advantages(rewards: torch.Tensor, conditioned: list[bool], std_normalize: bool = True,
+                              eps: float = 1e-6) -> torch.Tensor:
+    """``bank.advantage_baseline: plain``: every member's reward against the mean of the group's plain
+    members, the plain policy's own value on the task, scaled as GRPO scales (the whole group's std).
+    A conditioned member then scores by how far it beat what the plain policy does there, and plain
+    members read GRPO's baseline, not one raised by the advised members' wins. A group with no plain
+    member or no conditioned one gets ``group_advantages``."""
+    plain = [not c for c in conditioned]
+    if all(plain) or not any(plain):
+        return group_advantages(rewards, std_normalize, eps)
+    centred = rewards - rewards[torch.tensor(plain)].mean()
+    if std_normalize:
+        return centred / (rewards.std(unbiased=False) + eps)
+    return centred
+
+
 def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.Tensor,
                   clip_low: float, clip_high: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-unit PPO-clip loss and whether each unit was clipped."""
@@ -100,17 +116,22 @@ class Sample:
 
 
 def grpo_samples(trajectories: list[Trajectory], std_normalize: bool = True, eps: float = 1e-6,
-                 drop_zero_advantage: bool = True) -> tuple[list[Sample], dict[str, float]]:
+                 drop_zero_advantage: bool = True, baseline: Literal["group", "plain"] = "group",
+                 ) -> tuple[list[Sample], dict[str, float]]:
     """Group advantages over each group (conditioned members included, in their own context), then
     one sample per step. Steps of groups whose rewards are all equal carry no gradient signal and are
-    dropped unless asked otherwise."""
+    dropped unless asked otherwise. ``baseline``: ``group``, the whole group's mean (the spec);
+    ``plain``, the plain members' mean (``plain_baseline_advantages``)."""
     groups: dict[str, list[Trajectory]] = {}
     for t in trajectories:
         groups.setdefault(t.group_id, []).append(t)
     samples, informative = [], 0
     for group in groups.values():
         rewards = torch.tensor([t.reward for t in group], dtype=torch.float64)
-        advantages = group_advantages(rewards, std_normalize, eps)
+        if baseline == "plain":
+            advantages = plain_baseline_advantages(rewards, [t.conditioned for t in group], std_normalize, eps)
+        else:
+            advantages = group_advantages(rewards, std_normalize, eps)
         informative += bool(rewards.max() > rewards.min())
         for traj, adv in zip(group, advantages.tolist()):
             if drop_zero_advantage and abs(adv) < 1e-12:
