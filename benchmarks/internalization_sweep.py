@@ -167,6 +167,10 @@ CONFIGS = {
             "plain), every group split while the scaffold is on",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.advantage_baseline=plain"]),
+    "o35": ("o32 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
+            "plain): o33 without the hand-off",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
@@ -242,6 +246,11 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
              "bank.condition_when=plain_failed"]),
+    "e26": ("e25 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
+            "plain, o33's option on the learned bank)",
+            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
+             "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
 }
 
 
