@@ -127,3 +127,23 @@ def test_plain_baseline_measures_every_member_against_the_plain_members_mean():
     # A group that is not split keeps GRPO's advantages.
     plain_only = plain_baseline_advantages(rewards, [False] * 8)
     assert torch.equal(plain_only, group_advantages(rewards))
+
+
+def test_grpo_samples_read_the_conditioned_flag_under_the_plain_baseline():
+    actor = Actor(load_policy(PolicyConfig(), seed=0, envs=["household"]))
+    trajs = small_rollout(actor, n_tasks=2, group=4)
+    # Group 1 split: plain members 0 and 1 lost, conditioned 2 won and 3 lost. Group 2 not split: 1 of 4 won.
+    for i, t in enumerate(trajs):
+        t.conditioned = i < 4 and i >= 2
+        t.reward = float(i in (2, 5))
+    group, _ = grpo_samples(trajs)
+    plain, _ = grpo_samples(trajs, baseline="plain")
+    members = lambda samples: {s.key[0] for s in samples}  # noqa: E731
+    ids = [t.traj_id for t in trajs]
+    # The whole group's mean pushes the losing plain members down; the plain members' mean (0) leaves them out,
+    # and the conditioned loser too.
+    assert {ids[0], ids[1], ids[3]} <= members(group)
+    assert not {ids[0], ids[1], ids[3]} & members(plain) and ids[2] in members(plain)
+    # The group that is not split has GRPO's advantages under either baseline.
+    unsplit = lambda samples: [(s.key, s.advantage) for s in samples if s.key[0] in ids[4:]]  # noqa: E731
+    assert unsplit(group) == unsplit(plain) and unsplit(group)
