@@ -36,9 +36,11 @@ LossAggregation = Literal["token-mean", "step-mean", "episode-mean"]
 
 
 # ----- the formulas ---------------------------------------------------------------------------
-def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """Advantages of one group's rewards (population std, as GRPO implementations use)."""
-    centred = rewards - rewards.mean()
+def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6,
+                     baseline_members: torch.Tensor | None = None) -> torch.Tensor:
+    """Advantages of one group's rewards (population std, as GRPO implementations use), centred on the
+    mean of ``baseline_members`` (a boolean mask; None: every member)."""
+    centred = rewards - (rewards.mean() if baseline_members is None else rewards[baseline_members].mean())
     if std_normalize:
         return centred / (rewards.std(unbiased=False) + eps)
     return centred
@@ -51,13 +53,9 @@ def plain_baseline_advantages(rewards: torch.Tensor, conditioned: list[bool], st
     A conditioned member then scores by how far it beat what the plain policy does there, and plain
     members read GRPO's baseline, not one raised by the advised members' wins. A group with no plain
     member or no conditioned one gets ``group_advantages``."""
-    plain = [not c for c in conditioned]
-    if all(plain) or not any(plain):
-        return group_advantages(rewards, std_normalize, eps)
-    centred = rewards - rewards[torch.tensor(plain)].mean()
-    if std_normalize:
-        return centred / (rewards.std(unbiased=False) + eps)
-    return centred
+    plain = torch.tensor([not c for c in conditioned])
+    split = bool(plain.any()) and not bool(plain.all())
+    return group_advantages(rewards, std_normalize, eps, baseline_members=plain if split else None)
 
 
 def ppo_clip_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantage: torch.Tensor,
