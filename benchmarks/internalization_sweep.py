@@ -13,7 +13,8 @@ With `--budget 2` (the longer view) GRPO and the default oracle control run agai
 
     .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2] [--tag xeon]
 
-On a machine with no runs yet, `--make-grpo` first makes GRPO's reference runs (and the warm starts).
+On a machine with no runs yet, `--make-grpo` first makes GRPO's reference runs (and the warm starts), and
+`--make-oracle` the default oracle control's (o0's), which "− default" compares against.
 A row measured on another machine is never written over (float kernels differ between CPUs): the
 script stops before running anything and asks for `--tag`, which writes this machine's row as NAME@TAG.
 
@@ -313,10 +314,12 @@ def bench_config(name: str, methods: list[str], seeds: list[int], budget: float,
                                bases_dir=BASES)
 
 
-def grpo_reference_config(seeds: list[int], jobs: int, reference_runs: Path) -> LearningBenchConfig:
-    """GRPO's reference runs as the sweep compares against them (``--make-grpo``): into ``reference_runs``,
-    from the same warm starts, evaluated on the same tasks as the rows, with no row's overrides."""
-    return replace(bench_config("o0", ["grpo"], seeds, 1.0, jobs), runs_dir=reference_runs, name="sweep_grpo",
+def reference_config(method: str, seeds: list[int], jobs: int, reference_runs: Path) -> LearningBenchConfig:
+    """The reference runs the sweep compares against (``--make-grpo``: GRPO's; ``--make-oracle``: the
+    default oracle control's, o0): into ``reference_runs``, from the same warm starts, evaluated on the
+    same tasks as the rows, with no row's overrides."""
+    return replace(bench_config("o0", [method], seeds, 1.0, jobs), runs_dir=reference_runs,
+                   name="sweep_grpo" if method == GRPO else "sweep_o0",
                    extra=[f"eval.base_cache_dir={ROOT / 'base-evals'}"])
 
 
@@ -427,6 +430,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--make-grpo", action="store_true",
                         help="first run GRPO's reference runs of these seeds where missing (a new machine)")
+    parser.add_argument("--make-oracle", action="store_true",
+                        help="first run the default oracle control's (o0) reference runs of these seeds where missing")
     parser.add_argument("--tag", help="write the rows as NAME@TAG (a configuration made again on another machine)")
     parser.add_argument("--against", action="append", default=[],
                         help="also compare each configuration with this one (run first, same seeds), task by task")
@@ -447,9 +452,10 @@ def main() -> None:
     if table.exists():
         refuse_other_machine(json.loads(table.read_text()), [key(n, args.budget, args.tag) for n in names],
                              describe_machine(), table)
-    if args.make_grpo:
-        run_benchmark(grpo_reference_config(seeds, args.jobs, args.reference_runs),
-                      command="benchmarks/internalization_sweep.py --make-grpo", track=False)
+    for method, flag in ((GRPO, "--make-grpo"), (ORACLE, "--make-oracle")):
+        if getattr(args, flag[2:].replace("-", "_")):
+            run_benchmark(reference_config(method, seeds, args.jobs, args.reference_runs),
+                          command=f"benchmarks/internalization_sweep.py {flag}", track=False)
     for name in names:
         row = measure(name, seeds, args.budget, args.jobs, args.reference_runs)
         if args.budget == 1:

@@ -82,12 +82,14 @@ def test_a_row_of_another_machine_is_never_overwritten_and_tag_keeps_both(sweep,
     assert str(table) in message and "'e22'" in message and "AMD EPYC" in message and "--tag" in message
 
 
-def test_make_grpo_trains_the_reference_runs_without_any_rows_overrides(sweep, tmp_path):
+@pytest.mark.parametrize("method", ["grpo", "edge-oracle-bank"])
+def test_make_grpo_and_oracle_train_the_reference_runs_without_any_rows_overrides(sweep, tmp_path, method):
     from edge.benchmarking.learning import train_arguments
 
     ref = tmp_path / "reference"
-    cfg = sweep.grpo_reference_config([0, 3], 2, ref)
-    arguments = train_arguments(cfg, "household", "grpo", 3, sweep.BASES / "base-household-s3", 8)
+    cfg = sweep.reference_config(method, [0, 3], 2, ref)
+    assert cfg.methods == [method]
+    arguments = train_arguments(cfg, "household", method, 3, sweep.BASES / "base-household-s3", 8)
     row = train_arguments(sweep.bench_config("e22", ["edge"], [0, 3], 1, 2), "household", "edge", 3,
                           sweep.BASES / "base-household-s3", 8)
 
@@ -100,7 +102,9 @@ def test_make_grpo_trains_the_reference_runs_without_any_rows_overrides(sweep, t
     shared = ("eval.", "train.base_checkpoint")
     assert {k: v for k, v in ours.items() if k.startswith(shared)} == {
         k: v for k, v in theirs.items() if k.startswith(shared)}
-    assert sweep.run_folder("grpo", 3, ref) == ref / "household-grpo-s3"
+    # Where the rows read them: GRPO's and o0's runs are the reference runs.
+    config = "grpo" if method == "grpo" else "o0"
+    assert sweep.run_folder(config, 3, ref) == ref / f"household-{method}-s3"
 
 
 def test_the_scripts_that_read_runs_again_share_one_command_line(sweep, capsys):
