@@ -8,7 +8,8 @@ last round, on the same 400 `household` test_seen tasks and streams as the bench
 configuration is compared, seed by seed and task by task, with the benchmark's GRPO run and its
 default oracle control (`--reference-runs`, default benchmarks/runs) without running those again.
 Configurations named ``e…`` are ``edge`` (the learned bank) instead, compared with the benchmark's
-default EDGE run (e0 is that run).
+default EDGE run (e0 is that run). Those named ``m…`` are the oracle control with its advice made false
+(``bank.oracle_advice: misleading``): is bad behaviour distilled too?
 With `--budget 2` (the longer view) GRPO and the default oracle control run again, at twice the rounds.
 
     .venv/bin/python benchmarks/internalization_sweep.py [--seed 0 --seed 1] [--only o1] [--jobs 2] [--tag xeon]
@@ -57,7 +58,8 @@ GRPO = "grpo"
 SPLIT = "test_seen"
 
 # name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
-# o… configurations are the oracle control, the e… ones EDGE with its own bank.
+# o… configurations are the oracle control, the e… ones EDGE with its own bank, the m… ones the oracle control
+# with false advice.
 CONFIGS = {
     "o0": ("the spec: plain states of credited groups, weight c(x); current teacher", []),
     "o1": ("plain states of every group that retrieved, weight 1",
@@ -252,6 +254,13 @@ CONFIGS = {
             ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
              "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
+    # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
+    "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
+           "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
+           ["bank.oracle_advice=misleading"]),
+    "m1": ("m0 distilled wherever it was shown (distill.gate = retrieved, weight 1): nothing stands between the "
+           "false advice and the plain policy",
+           ["bank.oracle_advice=misleading", "distill.gate=retrieved"]),
 }
 
 
@@ -327,7 +336,8 @@ def per_round(run: dict) -> list[dict]:
     """The scaffold round by round: share of training groups that retrieved, their plain / conditioned
     success, distillation KL, advice shift."""
     return [{k: r.get(k) for k in ("round", "hit_rate", "train_success_plain", "train_success_conditioned",
-                                   "distill_kl", "advice_shift_kl", "distill_extra_kl")} for r in run["bank_rounds"]]
+                                   "distill_kl", "advice_shift_kl", "distill_extra_kl", "delta_mean",
+                                   "delta_positive_share")} for r in run["bank_rounds"]]
 
 
 def retrieving(r: dict) -> str:
@@ -338,6 +348,17 @@ def retrieving(r: dict) -> str:
         return "–"
     later = [x["hit_rate"] for x in rounds if x["round"] > 0]
     return f"{fmean(x['hit_rate'] for x in rounds):.0%} ({fmean(later):.0%})"
+
+
+def credited(r: dict) -> str:
+    """Delta (conditioned − plain success) in the groups shown the block, and the share of them where it was
+    positive (c(x) > 0: the spec distils there), over seeds and rounds; – for rows made before it was kept."""
+    rounds = [x for seed_rounds in r["rounds"].values() for x in seed_rounds if x.get("hit_rate")]
+    if not rounds or any(x.get("delta_mean") is None for x in rounds):
+        return "–"
+    shown = sum(x["hit_rate"] for x in rounds)
+    delta = sum(x["delta_mean"] * x["hit_rate"] for x in rounds) / shown
+    return f"{delta:+.2f} ({sum(x['delta_positive_share'] * x['hit_rate'] for x in rounds) / shown:.0%})"
 
 
 def against(name: str, other: str, seeds: list[int], reference_runs: Path) -> dict:
@@ -499,25 +520,28 @@ def write(rows: dict) -> None:
              "default budget (`-x2`: twice the rounds), from each seed's own warm start; 400 evaluation episodes "
              "after the last round, on the same tasks and streams as GRPO's and the default runs of the learning "
              "benchmark. Differences are in points: the mean over seeds with its 95% Student-t interval, then per "
-             "seed with the interval paired by task; \"− default\" is against o0 for o…, for e… against the "
+             "seed with the interval paired by task; \"− default\" is against o0 for o… and m…, for e… against the "
              "learning benchmark's EDGE runs when the row was made (session 10's, the e0 row, listed by similarity, "
              "for e6–e8; from e9 on, the block in episode order, as e7). \"With advice\" "
-             "is the oracle's advice for o…, the run's own final bank for e…. Command: "
+             "is the oracle's advice for o…, its false advice for m… (bank.oracle_advice = misleading), the run's own "
+             "final bank for e…. Command: "
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
              "Machine: " + "; ".join(machines) + ".", "",
              "Groups retrieving: the share of training groups whose task retrieved any entry, over seeds and "
              "rounds (in brackets from round 1 on: round 0's bank is empty); under `bank.condition_when: "
              "plain_failed` (o31, o32) the share of groups shown the block, those whose plain members all failed.", "",
+             "Delta: conditioned − plain success in the groups shown the block, over seeds and rounds, with the share "
+             "of those groups where it was positive (where the spec distils); – for rows made before it was kept.", "",
              "| config | what it asks | seeds | plain | with advice | retention | plain − GRPO | per seed | "
-             "plain − default | with advice − plain | groups retrieving | min / run |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "plain − default | with advice − plain | groups retrieving | Delta (> 0) | min / run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         retention = [v for v in r["retention"].values() if v is not None]
         lines.append(
             f"| {name} | {r['asks']} | {len(r['seeds'])} | {fmean(r['plain'].values()):.1%} | "
             f"{fmean(r['with_advice'].values()):.1%} | {fmean(retention):.1%} | {_points(r['minus_grpo'])} | "
             f"{_per_seed(r['minus_grpo'])} | {_points(r['minus_default']) if r['minus_default'] else '–'} | "
-            f"{_points(r['with_advice_minus_plain'])} | {retrieving(r)} | {r['run_minutes']:.1f} |")
+            f"{_points(r['with_advice_minus_plain'])} | {retrieving(r)} | {credited(r)} | {r['run_minutes']:.1f} |")
     pairs = [(n, other, d) for n, r in rows.items() for other, d in (r.get("against") or {}).items()]
     if pairs:
         lines += ["", "## One configuration against another", "",

@@ -338,6 +338,13 @@ class BankConfig(_Section):
     on o31 (row o33) +8.5 [1.4, 15.6] over GRPO on five seeds, but +3.9 [-1.1, 8.9] on ten and -0.2 [-4.1, 3.7]
     against o31; on o26 (o34, five seeds) -0.4 [-4.3, 3.5]; with the learned bank (e26 on e25) +1.8 [-3.9, 7.5].
     Not separated, so ``group`` (the spec) stays."""
+    oracle_advice: Literal["truth", "misleading"] = "truth"
+    """What the oracle control (``edge-oracle-bank``) shows every task, in training and in its with-advice
+    evaluation: ``truth``, the environment's true advice (the ceiling of what the scaffold can teach);
+    ``misleading``, the same advice made false in the same words (``Knowledge.misleading_advice``: where
+    the object does not lie, the wrong transformation). The control for the paper's open question whether
+    bad behaviour is distilled too: the spec distils only where the advice helped (c = max(Delta, 0)),
+    ``distill.gate: retrieved`` wherever it was shown. Other methods ignore it."""
     eta: float = Field(0.3, gt=0, le=1)
     """Utility EMA rate: u <- (1 - eta) u + eta * Delta."""
     credit: Literal["gap", "margin", "soft", "utility"] = "gap"

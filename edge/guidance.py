@@ -61,11 +61,16 @@ def has_oracle(env: str) -> bool:
     return knowledge(env).has("oracle_advice")
 
 
-def require_oracle(env: str) -> None:
-    """A control that needs the oracle's advice refuses an environment that has none."""
-    if not has_oracle(env):
-        raise ValueError(f"environment {env!r} has no oracle advice (its KNOWLEDGE does not implement "
-                         "oracle_advice): the method edge-oracle-bank cannot run on it")
+def require_oracle(env: str, part: str = "oracle_advice") -> None:
+    """A control that needs the oracle's advice (``part``: or its misleading advice) refuses an
+    environment that has none."""
+    from edge.envs.registry import knowledge
+
+    if not knowledge(env).has(part):
+        what = ("oracle advice" if part == "oracle_advice"
+                else "misleading oracle advice (bank.oracle_advice: misleading)")
+        raise ValueError(f"environment {env!r} has no {what} (its KNOWLEDGE does not implement {part}): the "
+                         "method edge-oracle-bank cannot run on it")
 
 
 def true_advice(task: Task) -> list[str]:
@@ -74,6 +79,14 @@ def true_advice(task: Task) -> list[str]:
 
     require_oracle(task.env)
     return knowledge(task.env).oracle_advice(task)
+
+
+def misleading_advice(task: Task) -> list[str]:
+    """The oracle's advice made false, in the same words and shape (``Knowledge.misleading_advice``)."""
+    from edge.envs.registry import knowledge
+
+    require_oracle(task.env, "misleading_advice")
+    return knowledge(task.env).misleading_advice(task)
 
 
 def is_generic(text: str, env: str) -> bool:

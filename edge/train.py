@@ -175,11 +175,12 @@ class Run:
         """E(x): the top-k active entries similar enough to the task, or None. Controls: the
         environment's true advice (``edge-oracle-bank``), or as many entries as retrieval found drawn at
         random from the active bank, from a stream of (``stream``, task id) (``edge-random-bank``)."""
-        from edge.guidance import experience_block, true_advice
+        from edge.guidance import experience_block, misleading_advice, true_advice
 
         source = self.settings.experience
         if source == "oracle":
-            return Experience(experience_block(true_advice(task)), [ORACLE_ENTRY])
+            advice = misleading_advice if self.params.bank.oracle_advice == "misleading" else true_advice
+            return Experience(experience_block(advice(task)), [ORACLE_ENTRY])
         from edge.bank.retrieval import random_entries, retrieve_for_task, type_steps_for
 
         cfg = self.params.bank
@@ -219,7 +220,8 @@ class Run:
         if settings.experience == "oracle":
             from edge.guidance import require_oracle
 
-            require_oracle(cfg.env)
+            misleading = params.bank.oracle_advice == "misleading"
+            require_oracle(cfg.env, "misleading_advice" if misleading else "oracle_advice")
             if params.bank.credit == "utility":
                 raise ValueError("bank.credit: utility reads the entries' utilities, and edge-oracle-bank keeps no "
                                  "bank; use gap, margin or soft")

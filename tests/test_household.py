@@ -288,3 +288,36 @@ def test_in_the_shuffled_world_each_tasks_object_lies_where_its_own_advice_says(
     assert sum(len(v) > 1 for v in drawn.values()) > 0.8 * sum(len(v) > 0 for v in drawn.values() if len(v) > 0)
     report, _ = play("household_shuffled", "test_seen", "expert", 60, seed=0)
     assert report.success_rate == 1.0
+
+
+@pytest.mark.parametrize("env", ["household", "household_moved", "household_shuffled"])
+def test_misleading_advice_says_the_oracles_things_falsely_in_its_words(env):
+    from edge.envs.household.knowledge import advised_receptacle_kinds
+    from edge.envs.household.tasks import TRANSFORM
+    from edge.envs.household.world import TOOL_FOR
+    from edge.envs.registry import generate_tasks as tasks_of
+    from edge.envs.registry import knowledge
+    from edge.policy.model import tiny_vocabulary
+    from edge.text import split_words
+
+    know, words = knowledge(env), tiny_vocabulary([env])
+    in_true = in_misleading = total = 0
+    for task in tasks_of(env, "train", 300, 0):
+        true, false = know.oracle_advice(task), know.misleading_advice(task)
+        goal = task.spec["goal"]
+        assert set(split_words(" ".join(false))) <= words  # the tiny model reads every word of it
+        true_places, false_places = advised_receptacle_kinds(true), advised_receptacle_kinds(false)
+        assert not set(false_places) & set(true_places) and len(false_places) <= len(true_places)
+        # The steps after finding: a transformation made false with its own tool; the others kept.
+        assert len(false) - bool(false_places) == len(true) - bool(true_places)
+        if goal["type"] in TRANSFORM:
+            verb = false[-1].split()[2]
+            assert verb != TRANSFORM[goal["type"]] and f"with the {TOOL_FOR[verb]} " in false[-1]
+        else:
+            assert false[bool(false_places):] == true[bool(true_places):]
+        places = [kind_of(loc) for obj, loc in task.spec["objects"] if kind_of(obj) == goal["object"]]
+        in_true += sum(p in true_places for p in places)
+        in_misleading += sum(p in false_places for p in places)
+        total += len(places)
+    # The true places hold most of the goal's objects; the misleading ones only what lies anywhere by chance.
+    assert in_true / total > PRIOR_MASS - 0.1 and in_misleading / total < 0.15

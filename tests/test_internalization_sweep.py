@@ -28,6 +28,25 @@ def test_defaults_and_grpo_are_the_reference_runs_and_every_other_configuration_
     assert sweep.run_folder("o6", 3, ref) == sweep.ROOT / "o6" / "household-edge-oracle-bank-s3"
 
 
+def test_misleading_rows_are_the_oracle_control_with_false_advice_compared_with_o0(sweep):
+    for name in ("m0", "m1"):
+        assert sweep.method_of(name) == "edge-oracle-bank" and sweep.default_of(name) == "o0"
+        assert "bank.oracle_advice=misleading" in sweep.CONFIGS[name][1]
+    assert sweep.run_folder("m1", 2, Path("reference")) == sweep.ROOT / "m1" / "household-edge-oracle-bank-s2"
+
+
+def test_credited_weighs_each_rounds_delta_by_the_groups_shown_the_block(sweep):
+    def rnd(hit, delta, positive):
+        return {"hit_rate": hit, "delta_mean": delta, "delta_positive_share": positive}
+
+    # Seed 0: 16 groups shown, Delta -0.25, a quarter positive; seed 1: 8 shown, Delta +0.5, all positive;
+    # a round that showed nothing has no Delta and does not count.
+    row = {"rounds": {0: [rnd(1.0, -0.25, 0.25), {"hit_rate": 0.0, "delta_mean": None}], 1: [rnd(0.5, 0.5, 1.0)]}}
+    assert sweep.credited(row) == "+0.00 (50%)"
+    row["rounds"][1][0]["delta_mean"] = None  # a row made before Delta was kept
+    assert sweep.credited(row) == "–"
+
+
 def test_against_and_measure_read_the_runs_of_the_configurations_they_compare(sweep, tmp_path, monkeypatch):
     ref = tmp_path / "reference"
     (ref / "household-edge-s0").mkdir(parents=True)

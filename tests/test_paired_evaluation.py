@@ -159,6 +159,29 @@ def test_oracle_control_refuses_an_environment_without_an_oracle_before_making_a
     assert not (tmp_path / "runs").exists()
 
 
+def test_misleading_oracle_shows_its_false_advice_in_training_and_in_the_with_advice_evaluation(tmp_path):
+    from edge.guidance import experience_block, misleading_advice, true_advice
+
+    params = control_params(tmp_path, "edge-oracle-bank", rounds=1)
+    params.bank.oracle_advice = "misleading"
+    run = train(params)
+    conditioned = [t for t in read_rollouts(run.round_dir(0) / "rollouts.parquet") if t.conditioned]
+    assert conditioned and all(t.experience.text == experience_block(misleading_advice(t.task))
+                               != experience_block(true_advice(t.task)) for t in conditioned)
+    task = run.eval_tasks("test_seen")[0]
+    assert run.experience_for(task).text == experience_block(misleading_advice(task))
+    assert json.loads((run.round_dir(0) / "eval.json").read_text())["test_seen"]["retrieved_share"] == 1.0
+
+
+def test_misleading_oracle_refuses_an_environment_without_misleading_advice_before_making_a_folder(tmp_path):
+    params = control_params(tmp_path, "edge-oracle-bank", env="shop")
+    Run.check(params)  # the shop has the true advice
+    params.bank.oracle_advice = "misleading"
+    with pytest.raises(ValueError, match="'shop' has no misleading oracle advice.*bank.oracle_advice"):
+        Run.open(params)
+    assert not (tmp_path / "runs").exists()
+
+
 def test_random_control_draws_active_entries_of_the_co_evolving_bank(tmp_path):
     run = train(control_params(tmp_path, "edge-random-bank", rounds=3))
     drawn = 0

@@ -173,7 +173,7 @@ class Knowledge:
 
     PARTS = ("read_failure", "evidence", "write_guidance", "subject_guidance", "step_guidance",
              "type_step_guidance", "name_subject", "guidance_stage", "task_stages", "stages_done", "oracle_advice",
-             "demonstrators", "guidance_vocabulary")
+             "misleading_advice", "demonstrators", "guidance_vocabulary")
     """The optional parts, by method name."""
     generic_guidance: frozenset[str] = frozenset()
     """Guidance texts that hold for every task type of the environment: stored with task type "any"."""
@@ -263,6 +263,12 @@ class Knowledge:
         """What an oracle that knows the environment's regularities (not this task's answer) advises,
         as guidance entries: the bank of the ``edge-oracle-bank`` control and the warm start's advised
         episodes."""
+        raise NotImplementedError
+
+    def misleading_advice(self, task: Task) -> list[str]:
+        """The oracle's advice made false, in the same words and shape (where the object does not lie,
+        the wrong step): the bank of the oracle control under ``bank.oracle_advice: misleading``, which
+        measures whether guidance that hurts is distilled into the plain policy too."""
         raise NotImplementedError
 
     def demonstrators(self, cfg: WarmupConfig) -> Demonstrators:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from edge.envs.base import EVERY_SUBJECT, Demonstrators, Knowledge, SubjectGuidance, Task
-from edge.envs.household.tasks import TRANSFORM
+from edge.envs.household.tasks import TOOL_FOR, TRANSFORM
 from edge.envs.household.world import kind_of
 from edge.guidance import entry
 from edge.text import split_words
@@ -74,6 +74,10 @@ def advised_receptacle_kinds(advice: list[str]) -> list[str]:
             _, _, kinds = text[:-2].partition(" in ")
             return [k.strip() for k in kinds.split(",")]
     return []
+
+
+WRONG_TRANSFORM = {"clean": "heat", "heat": "cool", "cool": "clean"}
+"""The misleading oracle's transformation for each true one (``HouseholdKnowledge.misleading_advice``)."""
 
 
 # ----- reading a round ---------------------------------------------------------------------------
@@ -382,6 +386,29 @@ class HouseholdKnowledge(RoomKnowledge):
         advice = [find_in(goal["object"], likely)] if likely else []
         if goal["type"] in TRANSFORM:
             advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))
+        elif goal["type"] == "look_at_obj_in_light":
+            advice.append(take_to_lamp(goal["object"]))
+        elif goal["type"] == "pick_two_obj_and_place":
+            advice.append(second_object(goal["object"]))
+        return advice
+
+    def misleading_advice(self, task: Task) -> list[str]:
+        """The oracle's advice with every claim this world can make false made false, in the same words
+        and shape: the places name the room's receptacle kinds where the object kind does *not* usually lie
+        (as many as the true advice names, in the room's order), and a transformation names another
+        verb with that verb's tool (clean -> heat -> cool -> clean). The lamp and second-object steps have
+        no false counterpart here and stay true."""
+        from edge.envs.household.world import likely_kinds
+
+        goal = task.spec["goal"]
+        kinds = task.spec.get("likely") or likely_kinds(goal["object"], task.spec.get("world", "usual"))
+        present = list(dict.fromkeys(kind_of(r) for r in task.spec["receptacles"]))
+        named = len([k for k in kinds if k in present])
+        unlikely = [k for k in present if k not in kinds][:named]
+        advice = [find_in(goal["object"], unlikely)] if unlikely else []
+        if goal["type"] in TRANSFORM:
+            wrong = WRONG_TRANSFORM[TRANSFORM[goal["type"]]]
+            advice.append(transform_first(wrong, goal["object"], TOOL_FOR[wrong]))
         elif goal["type"] == "look_at_obj_in_light":
             advice.append(take_to_lamp(goal["object"]))
         elif goal["type"] == "pick_two_obj_and_place":
