@@ -1,0 +1,183 @@
+"""Is bad behaviour distilled too? The oracle control with its advice made false.
+
+The paper distils only where the experience helped (c = max(Delta, 0)) and leaves open whether guidance
+that hurts reaches the plain policy anyway. Here the oracle control shows every task the household's
+advice made false in the same words (``bank.oracle_advice: misleading``: the receptacle kinds where the
+object does *not* usually lie, the wrong transformation), so the bank is known to mislead. The sweep's
+rows m0 (the spec's update: distilled only where Delta > 0, by chance in some groups) and m1 (distilled
+in every group shown the advice, weight 1) are read beside GRPO and the true oracle control (o0) of the
+same seeds, warm starts and evaluation tasks:
+
+- the final plain policy against GRPO's and o0's, paired by seed and task, and with the false advice
+  in the prompt (does the policy learn to ignore it?);
+- Delta round by round, and the share of groups where it was positive (where the spec distils);
+- where the plain training episodes look first, in rounds 0, 3 and 7 (pooled over seeds): the share of
+  first ``go to`` moves to a place the true advice names and to one the false advice names. A plain
+  policy that drifts towards the false places has had the bad advice distilled into it; GRPO's episodes
+  are the reference for chance. The same for the episodes shown the false advice (do they still follow
+  it?).
+
+    .venv/bin/python benchmarks/internalization_sweep.py --only m0 --only m1 --seed 0 ... --seed 9
+    .venv/bin/python benchmarks/misleading_advice.py --seed 0 ... --seed 9
+
+The first command makes the runs (resumable); GRPO's and o0's reference runs are the sweep's
+(``--make-grpo``, ``--make-oracle``). This script only reads finished runs. Writes
+benchmarks/results/misleading_advice.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import fmean
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import internalization_sweep as sweep  # noqa: E402
+
+from edge.benchmarking.learning import paired_difference, signed_points  # noqa: E402
+from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.envs.household.knowledge import advised_receptacle_kinds  # noqa: E402
+from edge.envs.household.world import kind_of  # noqa: E402
+from edge.guidance import misleading_advice, true_advice  # noqa: E402
+from edge.rollout import Trajectory, read_rollouts  # noqa: E402
+
+CONFIGS = ["grpo", "o0", "m0", "m1"]
+"""GRPO, the true oracle control, and the false one under the spec's gate and without it."""
+ROUNDS = (0, 3, 7)
+OUT = Path("benchmarks/results")
+SPLIT = sweep.SPLIT
+
+
+def first_search(traj: Trajectory) -> str | None:
+    """The receptacle kind of the episode's first ``go to`` move; None if it never moved."""
+    for step in traj.steps:
+        if step.decision.action.startswith("go to "):
+            return kind_of(step.decision.action[len("go to "):])
+    return None
+
+
+def first_searches(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
+    """Per round, pooled over ``folders`` (one run per seed) and per kind of episode (plain, or shown the
+    advice): the share of first moves to a place the true advice names, to one the false advice names,
+    and the number of episodes that moved."""
+    out: dict[str, dict] = {}
+    for k in rounds:
+        counts = {kind: {"true": 0, "false": 0, "episodes": 0} for kind in ("plain", "advised")}
+        for folder in folders:
+            for traj in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet", text_only=True):
+                first = first_search(traj)
+                if first is None:
+                    continue
+                c = counts["advised" if traj.conditioned else "plain"]
+                c["episodes"] += 1
+                c["true"] += first in advised_receptacle_kinds(true_advice(traj.task))
+                c["false"] += first in advised_receptacle_kinds(misleading_advice(traj.task))
+        out[str(k)] = {kind: {"true": c["true"] / c["episodes"], "false": c["false"] / c["episodes"],
+                              "episodes": c["episodes"]} if c["episodes"] else None for kind, c in counts.items()}
+    return out
+
+
+def delta_by_round(runs: dict[int, dict]) -> list[dict]:
+    """Per round, over seeds: Delta (advised − plain success in the groups shown the advice) and the share
+    of those groups where it was positive."""
+    rounds = sorted({r["round"] for run in runs.values() for r in run["bank_rounds"]})
+    out = []
+    for k in rounds:
+        rs = [r for run in runs.values() for r in run["bank_rounds"] if r["round"] == k and r["hit_rate"]]
+        out.append({"round": k, "delta": fmean(r["delta_mean"] for r in rs),
+                    "positive_share": fmean(r["delta_positive_share"] for r in rs)})
+    return out
+
+
+def compare(ours: dict[int, dict], theirs: dict[int, dict], seeds: list[int], metric: str = "plain") -> dict:
+    """``ours`` − ``theirs`` on the final plain success (or, ``metric`` "with_bank", ours with its advice
+    against their plain policy), paired by seed and task."""
+    return paired_difference(
+        [ours[s]["final"][f"{SPLIT}_{metric}"] for s in seeds], [theirs[s]["final"][f"{SPLIT}_plain"] for s in seeds],
+        seeds, [(ours[s]["final_tasks"][SPLIT][metric], theirs[s]["final_tasks"][SPLIT]["plain"]) for s in seeds])
+
+
+def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
+    runs = {c: sweep.runs_of(c, seeds, reference_runs) for c in configs}
+    out: dict = {"seeds": seeds, "machine": describe_machine(), "configs": {}}
+    for c in configs:
+        finals = [runs[c][s]["final"] for s in seeds]
+        row = {"asks": "GRPO" if c == sweep.GRPO else sweep.CONFIGS[c][0],
+               "plain": fmean(f[f"{SPLIT}_plain"] for f in finals),
+               "first_searches": first_searches([sweep.run_folder(c, s, reference_runs) for s in seeds])}
+        if c != sweep.GRPO:
+            row["with_advice"] = fmean(f[f"{SPLIT}_with_bank"] for f in finals)
+            row["with_advice_minus_plain"] = compare(runs[c], runs[c], seeds, "with_bank")
+            row["delta_by_round"] = delta_by_round(runs[c])
+        row["against"] = {other: compare(runs[c], runs[other], seeds) for other in configs[:configs.index(c)]}
+        out["configs"][c] = row
+    return out
+
+
+def _share(x: dict | None, which: str) -> str:
+    return "–" if x is None else f"{x[which]:.0%}"
+
+
+def markdown(result: dict) -> str:
+    seeds, rows = result["seeds"], result["configs"]
+    lines = ["# Is bad behaviour distilled too? The oracle control with its advice made false (household, test_seen)",
+             "", f"Seeds {', '.join(map(str, seeds))}; each configuration from the same warm starts, evaluated on the "
+             "same 400 tasks and streams (configurations in internalization.md). m0 and m1 are the oracle control "
+             "shown the household's advice made false (`bank.oracle_advice: misleading`): m0 distils where it "
+             "helped (the spec, c = max(Delta, 0)), m1 wherever it was shown. Differences in points, paired by seed "
+             "and task, the mean over seeds with its 95% Student-t interval. Command: "
+             f"`.venv/bin/python benchmarks/misleading_advice.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
+             f"Machine: {result['machine']}.", "",
+             "| config | what it asks | plain | with its advice | with advice − plain | "
+             + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
+             "|---|---|---|---|---|" + "---|" * (len(rows) - 1)]
+    for c, r in rows.items():
+        against = [signed_points(r["against"][o]) if o in r["against"] else "" for o in list(rows)[:-1]]
+        lines.append(f"| {c} | {r['asks']} | {r['plain']:.1%} | "
+                     + (f"{r['with_advice']:.1%} | {signed_points(r['with_advice_minus_plain'])}" if "with_advice" in r
+                        else "– | –") + " | " + " | ".join(against) + " |")
+    lines += ["", "## Delta round by round", "",
+              "Advised − plain success in the groups shown the advice, mean over seeds (in brackets: the share of "
+              "those groups where it was positive, where the spec distils).", "",
+              "| config | " + " | ".join(f"r{x['round']}" for x in next(
+                  r["delta_by_round"] for r in rows.values() if "delta_by_round" in r)) + " |"]
+    lines.append("|---|" + "---|" * len(lines[-1].split("|")[2:-1]))
+    for c, r in rows.items():
+        if "delta_by_round" in r:
+            lines.append(f"| {c} | " + " | ".join(f"{x['delta']:+.2f} ({x['positive_share']:.0%})"
+                                                  for x in r["delta_by_round"]) + " |")
+    lines += ["", "## Where the training episodes look first", "",
+              "Of the training episodes that moved, pooled over seeds: the share whose first `go to` went to a place "
+              "the true advice names / one the false advice names (plain members; in the second half, the members "
+              "shown the advice).", "",
+              "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
+              + " | ".join(f"advised r{k}" for k in ROUNDS) + " |", "|---|" + "---|" * (2 * len(ROUNDS))]
+    for c, r in rows.items():
+        fs = r["first_searches"]
+        cells = [f"{_share(fs[str(k)][kind], 'true')} / {_share(fs[str(k)][kind], 'false')}"
+                 if fs[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, action="append", required=True)
+    parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(CONFIGS)})")
+    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
+    parser.add_argument("--name", default="misleading_advice")
+    args = parser.parse_args()
+    configs = args.config or CONFIGS
+    if configs[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in configs[1:]):
+        parser.error(f"--config: GRPO first, then configurations of the sweep; got {configs}")
+    result = report(configs, args.seed, args.reference_runs)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (OUT / f"{args.name}.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
