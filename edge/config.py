@@ -588,6 +588,10 @@ def ignored_settings(params: EdgeParams) -> list[str]:
         given = getattr(params, section).model_dump(mode="json")
         default = type(getattr(params, section))().model_dump(mode="json")
         ignored += _changed(given, default, section)
+    # The one field of a read section that only the oracle control reads.
+    if (params.train.method != "edge-oracle-bank" and "bank" not in IGNORED_SECTIONS.get(params.train.method, ())
+            and params.bank.oracle_advice != BankConfig().oracle_advice):
+        ignored.append("bank.oracle_advice")
     return ignored
 
 

@@ -173,7 +173,8 @@ class Run:
 
     def experience_for(self, task: Task, stream: int = 0) -> Experience | None:
         """E(x): the top-k active entries similar enough to the task, or None. Controls: the
-        environment's true advice (``edge-oracle-bank``), or as many entries as retrieval found drawn at
+        environment's true advice (``edge-oracle-bank``; its false advice under ``bank.oracle_advice:
+        misleading``), or as many entries as retrieval found drawn at
         random from the active bank, from a stream of (``stream``, task id) (``edge-random-bank``)."""
         from edge.guidance import experience_block, misleading_advice, true_advice
 

@@ -495,6 +495,13 @@ def test_settings_a_method_never_reads_are_named_and_warned_about(caplog):
     assert ignored_settings(no_distill) == ["distill.anchor"]
     edge = grpo.model_copy(update={"train": grpo.train.model_copy(update={"method": "edge"})})
     assert ignored_settings(edge) == []  # EDGE reads every section
+    # ... but one field of the bank's: what the oracle control shows.
+    misled = with_overrides(edge, ["bank.oracle_advice=misleading"])
+    assert ignored_settings(misled) == ["bank.oracle_advice"]
+    oracle = misled.model_copy(update={"train": misled.train.model_copy(update={"method": "edge-oracle-bank"})})
+    assert ignored_settings(oracle) == []
+    assert ignored_settings(with_overrides(grpo, ["bank.oracle_advice=misleading"])) == [
+        "bank.rho", "bank.oracle_advice", "bank.prune.min_uses", "distill.anchor"]
     with caplog.at_level(logging.WARNING):
         Run.check(grpo)
     assert "train.method grpo does not read bank.rho, bank.prune.min_uses, distill.anchor" in caplog.text
