@@ -11,6 +11,7 @@ same seeds, warm starts and evaluation tasks:
 - the final plain policy against GRPO's and o0's, paired by seed and task, and with the false advice
   in the prompt (does the policy learn to ignore it?);
 - Delta round by round, and the share of groups where it was positive (where the spec distils);
+- the final success by task type, plain and with the advice (which steps the false advice costs);
 - where the plain training episodes look first, in rounds 0, 3 and 7 (pooled over seeds): the share of
   first ``go to`` moves to a place the true advice names and to one the false advice names. A plain
   policy that drifts towards the false places has had the bad advice distilled into it; GRPO's episodes
@@ -79,6 +80,15 @@ def first_searches(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dic
     return out
 
 
+def success_by_type(folders: list[Path]) -> dict[str, dict[str, float]]:
+    """Per condition (plain; with the run's advice, where it has one) and task type: the final evaluation's
+    success, mean over ``folders`` (one run per seed). Which steps the advice costs or gives."""
+    evals = [json.loads(sorted(f.glob("round_*/eval.json"))[-1].read_text())[SPLIT] for f in folders]
+    return {condition: {t: fmean(e[condition]["success_by_type"][t] for e in evals)
+                        for t in evals[0][condition]["success_by_type"]}
+            for condition in ("plain", "with_bank") if condition in evals[0]}
+
+
 def delta_by_round(runs: dict[int, dict]) -> list[dict]:
     """Per round, over seeds: Delta (advised − plain success in the groups shown the advice) and the share
     of those groups where it was positive."""
@@ -106,7 +116,8 @@ def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
         finals = [runs[c][s]["final"] for s in seeds]
         row = {"asks": "GRPO" if c == sweep.GRPO else sweep.CONFIGS[c][0],
                "plain": fmean(f[f"{SPLIT}_plain"] for f in finals),
-               "first_searches": first_searches([sweep.run_folder(c, s, reference_runs) for s in seeds])}
+               "first_searches": first_searches(folders := [sweep.run_folder(c, s, reference_runs) for s in seeds]),
+               "success_by_type": success_by_type(folders)}
         if c != sweep.GRPO:
             row["with_advice"] = fmean(f[f"{SPLIT}_with_bank"] for f in finals)
             row["with_advice_minus_plain"] = compare(runs[c], runs[c], seeds, "with_bank")
@@ -158,6 +169,14 @@ def markdown(result: dict) -> str:
         fs = r["first_searches"]
         cells = [f"{_share(fs[str(k)][kind], 'true')} / {_share(fs[str(k)][kind], 'false')}"
                  if fs[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    types = list(next(iter(rows.values()))["success_by_type"]["plain"])
+    lines += ["", "## Final success by task type", "",
+              "Mean over seeds: plain / with the run's advice (the true advice for o…, the false for m…).", "",
+              "| config | " + " | ".join(t.replace("_", " ") for t in types) + " |", "|---|" + "---|" * len(types)]
+    for c, r in rows.items():
+        by = r["success_by_type"]
+        cells = [f"{by['plain'][t]:.0%}" + (f" / {by['with_bank'][t]:.0%}" if "with_bank" in by else "") for t in types]
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -39,3 +39,22 @@ def test_first_search_is_the_kind_of_the_first_go_to(script):
     traj = SimpleNamespace(steps=[step("look"), step("go to countertop 2"), step("go to fridge 1")])
     assert script.first_search(traj) == "countertop"
     assert script.first_search(SimpleNamespace(steps=[step("look")])) is None
+
+
+def test_success_by_type_reads_each_runs_last_evaluation_and_averages_over_seeds(script, tmp_path):
+    import json
+
+    def evaluation(folder, round_, plain, with_bank=None):
+        ev = {"plain": {"success_by_type": plain}}
+        if with_bank is not None:
+            ev["with_bank"] = {"success_by_type": with_bank}
+        (tmp_path / folder / f"round_{round_:03d}").mkdir(parents=True)
+        (tmp_path / folder / f"round_{round_:03d}" / "eval.json").write_text(json.dumps({"test_seen": ev}))
+
+    evaluation("s0", 3, {"heat": 0.0}, {"heat": 0.0})  # an earlier point: not the final one
+    evaluation("s0", 7, {"heat": 0.5}, {"heat": 0.25})
+    evaluation("s1", 7, {"heat": 0.7}, {"heat": 0.15})
+    assert script.success_by_type([tmp_path / "s0", tmp_path / "s1"]) == pytest.approx(
+        {"plain": {"heat": 0.6}, "with_bank": {"heat": 0.2}})
+    evaluation("grpo", 7, {"heat": 0.4})
+    assert script.success_by_type([tmp_path / "grpo"]) == {"plain": {"heat": 0.4}}
