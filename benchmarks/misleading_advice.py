@@ -12,6 +12,8 @@ same seeds, warm starts and evaluation tasks:
   in the prompt (does the policy learn to ignore it?);
 - Delta round by round, and the share of groups where it was positive (where the spec distils);
 - the final success by task type, plain and with the advice (which steps the false advice costs);
+- which transformation the training episodes of clean / heat / cool tasks apply, the task's own or the
+  false advice's, in rounds 0, 3 and 7 (pooled over seeds);
 - where the plain training episodes look first, in rounds 0, 3 and 7 (pooled over seeds): the share of
   first ``go to`` moves to a place the true advice names and to one the false advice names. A plain
   policy that drifts towards the false places has had the bad advice distilled into it; GRPO's episodes
@@ -39,7 +41,8 @@ import internalization_sweep as sweep  # noqa: E402
 
 from edge.benchmarking.learning import paired_difference, signed_points  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
-from edge.envs.household.knowledge import advised_receptacle_kinds  # noqa: E402
+from edge.envs.household.knowledge import WRONG_TRANSFORM, advised_receptacle_kinds  # noqa: E402
+from edge.envs.household.tasks import TRANSFORM  # noqa: E402
 from edge.envs.household.world import kind_of  # noqa: E402
 from edge.guidance import misleading_advice, true_advice  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
@@ -75,6 +78,29 @@ def first_searches(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dic
                 c["episodes"] += 1
                 c["true"] += first in advised_receptacle_kinds(true_advice(traj.task))
                 c["false"] += first in advised_receptacle_kinds(misleading_advice(traj.task))
+        out[str(k)] = {kind: {"true": c["true"] / c["episodes"], "false": c["false"] / c["episodes"],
+                              "episodes": c["episodes"]} if c["episodes"] else None for kind, c in counts.items()}
+    return out
+
+
+def transformations(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
+    """Per round, pooled over ``folders`` and per kind of episode (plain, or shown the advice), of the
+    training episodes whose task asks for a transformation (clean, heat, cool): the share that applied the
+    task's own transformation at least once, the share that applied the one the false advice names, and
+    their number."""
+    out: dict[str, dict] = {}
+    for k in rounds:
+        counts = {kind: {"true": 0, "false": 0, "episodes": 0} for kind in ("plain", "advised")}
+        for folder in folders:
+            for traj in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet", text_only=True):
+                verb = TRANSFORM.get(traj.task.spec["goal"]["type"])
+                if verb is None:
+                    continue
+                actions = [step.decision.action for step in traj.steps]
+                c = counts["advised" if traj.conditioned else "plain"]
+                c["episodes"] += 1
+                c["true"] += any(a.startswith(f"{verb} ") for a in actions)
+                c["false"] += any(a.startswith(f"{WRONG_TRANSFORM[verb]} ") for a in actions)
         out[str(k)] = {kind: {"true": c["true"] / c["episodes"], "false": c["false"] / c["episodes"],
                               "episodes": c["episodes"]} if c["episodes"] else None for kind, c in counts.items()}
     return out
@@ -117,7 +143,7 @@ def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
         row = {"asks": "GRPO" if c == sweep.GRPO else sweep.CONFIGS[c][0],
                "plain": fmean(f[f"{SPLIT}_plain"] for f in finals),
                "first_searches": first_searches(folders := [sweep.run_folder(c, s, reference_runs) for s in seeds]),
-               "success_by_type": success_by_type(folders)}
+               "transformations": transformations(folders), "success_by_type": success_by_type(folders)}
         if c != sweep.GRPO:
             row["with_advice"] = fmean(f[f"{SPLIT}_with_bank"] for f in finals)
             row["with_advice_minus_plain"] = compare(runs[c], runs[c], seeds, "with_bank")
@@ -169,6 +195,17 @@ def markdown(result: dict) -> str:
         fs = r["first_searches"]
         cells = [f"{_share(fs[str(k)][kind], 'true')} / {_share(fs[str(k)][kind], 'false')}"
                  if fs[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += ["", "## Which transformation the training episodes apply", "",
+              "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled over "
+              "seeds: the share that applied the task's own / the one the false advice names (heat for clean, "
+              "cool for heat, clean for cool), plain members and members shown the advice.", "",
+              "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
+              + " | ".join(f"advised r{k}" for k in ROUNDS) + " |", "|---|" + "---|" * (2 * len(ROUNDS))]
+    for c, r in rows.items():
+        tr = r["transformations"]
+        cells = [f"{_share(tr[str(k)][kind], 'true')} / {_share(tr[str(k)][kind], 'false')}"
+                 if tr[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     types = list(next(iter(rows.values()))["success_by_type"]["plain"])
     lines += ["", "## Final success by task type", "",

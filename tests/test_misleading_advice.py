@@ -58,3 +58,21 @@ def test_success_by_type_reads_each_runs_last_evaluation_and_averages_over_seeds
     assert by_type["plain"] == pytest.approx({"heat": 0.6}) and by_type["with_bank"] == pytest.approx({"heat": 0.2})
     evaluation("grpo", 7, {"heat": 0.4})
     assert script.success_by_type([tmp_path / "grpo"]) == {"plain": {"heat": 0.4}}
+
+
+def test_transformations_count_the_tasks_own_and_the_false_verb_per_kind_of_episode(script, tmp_path):
+    from edge.envs.household.tasks import TRANSFORM
+
+    tasks = [t for t in generate_tasks("train", 120, seed=4) if t.spec["goal"]["type"] in TRANSFORM][:20]
+    false = {t.task_id: Experience(experience_block(misleading_advice(t)), ["oracle"]) for t in tasks}
+    trajectories = rollout(ScriptedActor(), tasks, 4, seed=0, experiences=false, conditioned_per_group=2,
+                           max_steps=40)
+    write_rollouts(trajectories, tmp_path / "s0" / "round_000" / "rollouts.parquet")
+    counted = script.transformations([tmp_path / "s0"], rounds=(0,))["0"]
+    assert counted["plain"]["episodes"] == counted["advised"]["episodes"] == 40
+    # Recounted by hand from the trajectories, for the verb the false advice names.
+    wrong = {"clean": "heat", "heat": "cool", "cool": "clean"}
+    by_hand = [any(s.decision.action.startswith(wrong[TRANSFORM[t.task.spec["goal"]["type"]]] + " ") for s in t.steps)
+               for t in trajectories if t.conditioned]
+    assert counted["advised"]["false"] == sum(by_hand) / 40
+    assert 0 < counted["advised"]["false"]
