@@ -5,8 +5,8 @@ that hurts reaches the plain policy anyway. Here the oracle control shows every 
 advice made false in the same words (``bank.oracle_advice: misleading``: the receptacle kinds where the
 object does *not* usually lie, the wrong transformation), so the bank is known to mislead. The sweep's
 rows m0 (the spec's update: distilled only where Delta > 0, by chance in some groups) and m1 (distilled
-in every group shown the advice, weight 1) are read beside GRPO and the true oracle control (o0) of the
-same seeds, warm starts and evaluation tasks:
+in every group shown the advice, weight 1) are read beside GRPO and the true oracle control under the same
+two updates (o0, o1) of the same seeds, warm starts and evaluation tasks:
 
 - the final plain policy against GRPO's and o0's, paired by seed and task, and with the false advice
   in the prompt (does the policy learn to ignore it?);
@@ -20,10 +20,10 @@ same seeds, warm starts and evaluation tasks:
   are the reference for chance. The same for the episodes shown the false advice (do they still follow
   it?).
 
-    .venv/bin/python benchmarks/internalization_sweep.py --only m0 --only m1 --seed 0 ... --seed 9
+    .venv/bin/python benchmarks/internalization_sweep.py --only o1 --only m0 --only m1 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/misleading_advice.py --seed 0 ... --seed 9
 
-The first command makes the runs (resumable); GRPO's and o0's reference runs are the sweep's
+The first command makes the runs (resumable); GRPO's and o0's are the sweep's reference runs
 (``--make-grpo``, ``--make-oracle``). This script only reads finished runs. Writes
 benchmarks/results/misleading_advice.{md,json}.
 """
@@ -47,8 +47,9 @@ from edge.envs.household.world import kind_of  # noqa: E402
 from edge.guidance import misleading_advice, true_advice  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
 
-CONFIGS = ["grpo", "o0", "m0", "m1"]
-"""GRPO, the true oracle control, and the false one under the spec's gate and without it."""
+CONFIGS = ["grpo", "o0", "o1", "m0", "m1"]
+"""GRPO, then the oracle control true and false, each under the spec's gate and without it: o0 / o1 the
+true advice gated / ungated (``distill.gate: retrieved``), m0 / m1 the false."""
 ROUNDS = (0, 3, 7)
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -157,15 +158,23 @@ def _share(x: dict | None, which: str) -> str:
     return "–" if x is None else f"{x[which]:.0%}"
 
 
+def command_args(result: dict) -> str:
+    """The command line that makes ``result`` again (``--config`` only where not the default)."""
+    configs = list(result["configs"])
+    return " ".join([f"--seed {s}" for s in result["seeds"]]
+                    + ([f"--config {c}" for c in configs] if configs != CONFIGS else []))
+
+
 def markdown(result: dict) -> str:
     seeds, rows = result["seeds"], result["configs"]
     lines = ["# Is bad behaviour distilled too? The oracle control with its advice made false (household, test_seen)",
              "", f"Seeds {', '.join(map(str, seeds))}; each configuration from the same warm starts, evaluated on the "
              "same 400 tasks and streams (configurations in internalization.md). m0 and m1 are the oracle control "
              "shown the household's advice made false (`bank.oracle_advice: misleading`): m0 distils where it "
-             "helped (the spec, c = max(Delta, 0)), m1 wherever it was shown. Differences in points, paired by seed "
+             "helped (the spec, c = max(Delta, 0)), m1 wherever it was shown (`distill.gate: retrieved`); o0 and o1 "
+             "are the true advice under the same two updates. Differences in points, paired by seed "
              "and task, the mean over seeds with its 95% Student-t interval. Command: "
-             f"`.venv/bin/python benchmarks/misleading_advice.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
+             f"`.venv/bin/python benchmarks/misleading_advice.py {command_args(result)}`.", "",
              f"Machine: {result['machine']}.", "",
              "| config | what it asks | plain | with its advice | with advice − plain | "
              + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
