@@ -524,7 +524,7 @@ def write(rows: dict) -> None:
              "learning benchmark's EDGE runs when the row was made (session 10's, the e0 row, listed by similarity, "
              "for e6–e8; from e9 on, the block in episode order, as e7). \"With advice\" "
              "is the oracle's advice for o…, its false advice for m… (bank.oracle_advice = misleading), the run's own "
-             "final bank for e…. Command: "
+             "final bank for e…; retention is plain / with advice, above 100% where the advice hurts (m…). Command: "
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
              "Machine: " + "; ".join(machines) + ".", "",
              "Groups retrieving: the share of training groups whose task retrieved any entry, over seeds and "
