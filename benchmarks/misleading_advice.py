@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
 
@@ -63,48 +64,59 @@ def first_search(traj: Trajectory) -> str | None:
     return None
 
 
-def first_searches(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
+def count_choices(folders: list[Path], judge: Callable[[Trajectory], tuple[bool, bool] | None],
+                  rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
     """Per round, pooled over ``folders`` (one run per seed) and per kind of episode (plain, or shown the
-    advice): the share of first moves to a place the true advice names, to one the false advice names,
-    and the number of episodes that moved."""
+    advice): of the episodes ``judge`` reads (it returns None for the others), the share where it found
+    what the true advice says, the share where it found what the false advice says, and their number."""
     out: dict[str, dict] = {}
     for k in rounds:
         counts = {kind: {"true": 0, "false": 0, "episodes": 0} for kind in ("plain", "advised")}
         for folder in folders:
             for traj in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet", text_only=True):
-                first = first_search(traj)
-                if first is None:
+                judged = judge(traj)
+                if judged is None:
                     continue
                 c = counts["advised" if traj.conditioned else "plain"]
                 c["episodes"] += 1
-                c["true"] += first in advised_receptacle_kinds(true_advice(traj.task))
-                c["false"] += first in advised_receptacle_kinds(misleading_advice(traj.task))
+                c["true"] += judged[0]
+                c["false"] += judged[1]
         out[str(k)] = {kind: {"true": c["true"] / c["episodes"], "false": c["false"] / c["episodes"],
                               "episodes": c["episodes"]} if c["episodes"] else None for kind, c in counts.items()}
     return out
+
+
+def first_search_places(traj: Trajectory) -> tuple[bool, bool] | None:
+    """Whether the episode's first move went to a place the true advice names, and to one the false advice
+    names; None if it never moved."""
+    first = first_search(traj)
+    if first is None:
+        return None
+    return (first in advised_receptacle_kinds(true_advice(traj.task)),
+            first in advised_receptacle_kinds(misleading_advice(traj.task)))
+
+
+def applied_transformations(traj: Trajectory) -> tuple[bool, bool] | None:
+    """Whether an episode of a clean / heat / cool task applied its own transformation at least once, and
+    whether it applied the one the false advice names; None for the other task types."""
+    verb = TRANSFORM.get(traj.task.spec["goal"]["type"])
+    if verb is None:
+        return None
+    actions = [step.decision.action for step in traj.steps]
+    return (any(a.startswith(f"{verb} ") for a in actions),
+            any(a.startswith(f"{WRONG_TRANSFORM[verb]} ") for a in actions))
+
+
+def first_searches(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
+    """Where the episodes look first: the share of first moves to a place the true advice names, to one the
+    false advice names (``count_choices``)."""
+    return count_choices(folders, first_search_places, rounds)
 
 
 def transformations(folders: list[Path], rounds: tuple[int, ...] = ROUNDS) -> dict[str, dict]:
-    """Per round, pooled over ``folders`` and per kind of episode (plain, or shown the advice), of the
-    training episodes whose task asks for a transformation (clean, heat, cool): the share that applied the
-    task's own transformation at least once, the share that applied the one the false advice names, and
-    their number."""
-    out: dict[str, dict] = {}
-    for k in rounds:
-        counts = {kind: {"true": 0, "false": 0, "episodes": 0} for kind in ("plain", "advised")}
-        for folder in folders:
-            for traj in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet", text_only=True):
-                verb = TRANSFORM.get(traj.task.spec["goal"]["type"])
-                if verb is None:
-                    continue
-                actions = [step.decision.action for step in traj.steps]
-                c = counts["advised" if traj.conditioned else "plain"]
-                c["episodes"] += 1
-                c["true"] += any(a.startswith(f"{verb} ") for a in actions)
-                c["false"] += any(a.startswith(f"{WRONG_TRANSFORM[verb]} ") for a in actions)
-        out[str(k)] = {kind: {"true": c["true"] / c["episodes"], "false": c["false"] / c["episodes"],
-                              "episodes": c["episodes"]} if c["episodes"] else None for kind, c in counts.items()}
-    return out
+    """Of the episodes whose task asks for a transformation (clean, heat, cool): the share that applied the
+    task's own, and the share that applied the one the false advice names (``count_choices``)."""
+    return count_choices(folders, applied_transformations, rounds)
 
 
 def success_by_type(folders: list[Path]) -> dict[str, dict[str, float]]:
@@ -158,6 +170,19 @@ def _share(x: dict | None, which: str) -> str:
     return "–" if x is None else f"{x[which]:.0%}"
 
 
+def _choice_table(rows: dict, key: str, title: str, caption: str) -> list[str]:
+    """A ``count_choices`` result of every configuration as a table: true / false share per round and kind."""
+    lines = ["", f"## {title}", "", caption, "",
+             "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
+             + " | ".join(f"advised r{k}" for k in ROUNDS) + " |", "|---|" + "---|" * (2 * len(ROUNDS))]
+    for c, r in rows.items():
+        counted = r[key]
+        cells = [f"{_share(counted[str(k)][kind], 'true')} / {_share(counted[str(k)][kind], 'false')}"
+                 if counted[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def command_args(result: dict) -> str:
     """The command line that makes ``result`` again (``--config`` only where not the default)."""
     configs = list(result["configs"])
@@ -194,28 +219,14 @@ def markdown(result: dict) -> str:
         if "delta_by_round" in r:
             lines.append(f"| {c} | " + " | ".join(f"{x['delta']:+.2f} ({x['positive_share']:.0%})"
                                                   for x in r["delta_by_round"]) + " |")
-    lines += ["", "## Where the training episodes look first", "",
-              "Of the training episodes that moved, pooled over seeds: the share whose first `go to` went to a place "
-              "the true advice names / one the false advice names (plain members; in the second half, the members "
-              "shown the advice).", "",
-              "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
-              + " | ".join(f"advised r{k}" for k in ROUNDS) + " |", "|---|" + "---|" * (2 * len(ROUNDS))]
-    for c, r in rows.items():
-        fs = r["first_searches"]
-        cells = [f"{_share(fs[str(k)][kind], 'true')} / {_share(fs[str(k)][kind], 'false')}"
-                 if fs[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    lines += ["", "## Which transformation the training episodes apply", "",
-              "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled over "
-              "seeds: the share that applied the task's own / the one the false advice names (heat for clean, "
-              "cool for heat, clean for cool), plain members and members shown the advice.", "",
-              "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
-              + " | ".join(f"advised r{k}" for k in ROUNDS) + " |", "|---|" + "---|" * (2 * len(ROUNDS))]
-    for c, r in rows.items():
-        tr = r["transformations"]
-        cells = [f"{_share(tr[str(k)][kind], 'true')} / {_share(tr[str(k)][kind], 'false')}"
-                 if tr[str(k)][kind] else "–" for kind in ("plain", "advised") for k in ROUNDS]
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += _choice_table(rows, "first_searches", "Where the training episodes look first",
+                           "Of the training episodes that moved, pooled over seeds: the share whose first `go to` went "
+                           "to a place the true advice names / one the false advice names (plain members; in the "
+                           "second half, the members shown the advice).")
+    lines += _choice_table(rows, "transformations", "Which transformation the training episodes apply",
+                           "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled "
+                           "over seeds: the share that applied the task's own / the one the false advice names (heat "
+                           "for clean, cool for heat, clean for cool), plain members and members shown the advice.")
     types = list(next(iter(rows.values()))["success_by_type"]["plain"])
     lines += ["", "## Final success by task type", "",
               "Mean over seeds: plain / with the run's advice (the true advice for o…, the false for m…).", "",
