@@ -473,8 +473,8 @@ def main() -> None:
     if table.exists():
         refuse_other_machine(json.loads(table.read_text()), [key(n, args.budget, args.tag) for n in names],
                              describe_machine(), table)
-    for method, flag in ((GRPO, "--make-grpo"), (ORACLE, "--make-oracle")):
-        if getattr(args, flag[2:].replace("-", "_")):
+    for method, flag, wanted in ((GRPO, "--make-grpo", args.make_grpo), (ORACLE, "--make-oracle", args.make_oracle)):
+        if wanted:
             run_benchmark(reference_config(method, seeds, args.jobs, args.reference_runs),
                           command=f"benchmarks/internalization_sweep.py {flag}", track=False)
     for name in names:
