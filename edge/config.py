@@ -584,19 +584,26 @@ ablation without distillation distils nothing. One ``params.yaml`` drives every 
 not refused; ``ignored_settings`` names the ones set away from their defaults."""
 
 
+READ_ONLY_BY: dict[str, tuple[str, ...]] = {"bank.oracle_advice": ("edge-oracle-bank",)}
+"""``section.field`` of a section the other methods do read that only these methods read; named beside
+``IGNORED_SECTIONS``' settings when set away from its default for another method."""
+
+
 def ignored_settings(params: EdgeParams) -> list[str]:
     """``section.field`` of every setting changed from its default that ``train.method`` does not read
-    (``IGNORED_SECTIONS``), e.g. ``distill.anchor`` for GRPO; `edge train` warns about them, so a
+    (``IGNORED_SECTIONS``, ``READ_ONLY_BY``), e.g. ``distill.anchor`` for GRPO; `edge train` warns about them, so a
     comparison whose baseline silently ran without an option says so."""
     ignored = []
     for section in IGNORED_SECTIONS.get(params.train.method, ()):
         given = getattr(params, section).model_dump(mode="json")
         default = type(getattr(params, section))().model_dump(mode="json")
         ignored += _changed(given, default, section)
-    # The one field of a read section that only the oracle control reads.
-    if (params.train.method != "edge-oracle-bank" and "bank" not in IGNORED_SECTIONS.get(params.train.method, ())
-            and params.bank.oracle_advice != BankConfig().oracle_advice):
-        ignored.append("bank.oracle_advice")
+    for field, readers in READ_ONLY_BY.items():
+        section, name = field.split(".")
+        if params.train.method in readers or section in IGNORED_SECTIONS.get(params.train.method, ()):
+            continue
+        if getattr(getattr(params, section), name) != getattr(type(getattr(params, section))(), name):
+            ignored.append(field)
     return ignored
 
 

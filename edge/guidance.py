@@ -61,32 +61,40 @@ def has_oracle(env: str) -> bool:
     return knowledge(env).has("oracle_advice")
 
 
-def require_oracle(env: str, part: str = "oracle_advice") -> None:
-    """A control that needs the oracle's advice (``part``: or its misleading advice) refuses an
-    environment that has none."""
+ORACLE_PARTS = {"truth": "oracle_advice", "misleading": "misleading_advice"}
+"""The knowledge part each value of ``bank.oracle_advice`` asks for."""
+
+
+def require_oracle(env: str, advice: str = "truth") -> None:
+    """A control that needs the oracle's advice (``advice``, a ``bank.oracle_advice`` value: its true or its
+    misleading advice) refuses an environment that has none."""
     from edge.envs.registry import knowledge
 
+    part = ORACLE_PARTS[advice]
     if not knowledge(env).has(part):
-        what = ("oracle advice" if part == "oracle_advice"
-                else "misleading oracle advice (bank.oracle_advice: misleading)")
+        what = "oracle advice" if advice == "truth" else "misleading oracle advice (bank.oracle_advice: misleading)"
         raise ValueError(f"environment {env!r} has no {what} (its KNOWLEDGE does not implement {part}): the "
                          "method edge-oracle-bank cannot run on it")
 
 
-def true_advice(task: Task) -> list[str]:
-    """What an oracle that knows the task's environment's regularities (not this task's answer) says."""
+def oracle_says(task: Task, advice: str = "truth") -> list[str]:
+    """What the oracle says of ``task``: ``advice`` "truth", what an oracle that knows the task's environment's
+    regularities (not this task's answer) says; "misleading", the same made false, in the same words and
+    shape (``Knowledge.misleading_advice``)."""
     from edge.envs.registry import knowledge
 
-    require_oracle(task.env)
-    return knowledge(task.env).oracle_advice(task)
+    require_oracle(task.env, advice)
+    return getattr(knowledge(task.env), ORACLE_PARTS[advice])(task)
+
+
+def true_advice(task: Task) -> list[str]:
+    """What an oracle that knows the task's environment's regularities (not this task's answer) says."""
+    return oracle_says(task, "truth")
 
 
 def misleading_advice(task: Task) -> list[str]:
     """The oracle's advice made false, in the same words and shape (``Knowledge.misleading_advice``)."""
-    from edge.envs.registry import knowledge
-
-    require_oracle(task.env, "misleading_advice")
-    return knowledge(task.env).misleading_advice(task)
+    return oracle_says(task, "misleading")
 
 
 def is_generic(text: str, env: str) -> bool:

@@ -176,12 +176,11 @@ class Run:
         environment's true advice (``edge-oracle-bank``; its false advice under ``bank.oracle_advice:
         misleading``), or as many entries as retrieval found drawn at
         random from the active bank, from a stream of (``stream``, task id) (``edge-random-bank``)."""
-        from edge.guidance import experience_block, misleading_advice, true_advice
+        from edge.guidance import experience_block, oracle_says
 
         source = self.settings.experience
         if source == "oracle":
-            advice = misleading_advice if self.params.bank.oracle_advice == "misleading" else true_advice
-            return Experience(experience_block(advice(task)), [ORACLE_ENTRY])
+            return Experience(experience_block(oracle_says(task, self.params.bank.oracle_advice)), [ORACLE_ENTRY])
         from edge.bank.retrieval import random_entries, retrieve_for_task, type_steps_for
 
         cfg = self.params.bank
@@ -221,8 +220,7 @@ class Run:
         if settings.experience == "oracle":
             from edge.guidance import require_oracle
 
-            misleading = params.bank.oracle_advice == "misleading"
-            require_oracle(cfg.env, "misleading_advice" if misleading else "oracle_advice")
+            require_oracle(cfg.env, params.bank.oracle_advice)
             if params.bank.credit == "utility":
                 raise ValueError("bank.credit: utility reads the entries' utilities, and edge-oracle-bank keeps no "
                                  "bank; use gap, margin or soft")

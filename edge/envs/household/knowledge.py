@@ -80,6 +80,32 @@ WRONG_TRANSFORM = {"clean": "heat", "heat": "cool", "cool": "clean"}
 """The misleading oracle's transformation for each true one (``HouseholdKnowledge.misleading_advice``)."""
 
 
+def likely_and_present(task: Task) -> tuple[tuple[str, ...], list[str]]:
+    """The receptacle kinds where the task's object kind usually lies, most likely first, and the kinds of
+    the room's receptacles, in the room's order."""
+    from edge.envs.household.world import likely_kinds
+
+    goal = task.spec["goal"]
+    # A shuffled task carries its object's likely kinds; the other worlds' follow from the object's kind.
+    likely = task.spec.get("likely") or likely_kinds(goal["object"], task.spec.get("world", "usual"))
+    return tuple(likely), list(dict.fromkeys(kind_of(r) for r in task.spec["receptacles"]))
+
+
+def advice_lines(task: Task, places: list[str], transformation: tuple[str, str] | None) -> list[str]:
+    """The oracle's advice in its order: where to look (none without places), then the type's step, the
+    ``transformation`` (verb, tool) for a clean / heat / cool task. What the true and the false oracle say
+    differs only in ``places`` and ``transformation``."""
+    goal = task.spec["goal"]
+    advice = [find_in(goal["object"], places)] if places else []
+    if transformation:
+        advice.append(transform_first(transformation[0], goal["object"], transformation[1]))
+    elif goal["type"] == "look_at_obj_in_light":
+        advice.append(take_to_lamp(goal["object"]))
+    elif goal["type"] == "pick_two_obj_and_place":
+        advice.append(second_object(goal["object"]))
+    return advice
+
+
 # ----- reading a round ---------------------------------------------------------------------------
 def takes_of(actions: list[str], object_kind: str) -> list[str]:
     """The actions that take an object of ``object_kind`` ("take apple 1 from fridge 1"), in order."""
@@ -376,21 +402,10 @@ class HouseholdKnowledge(RoomKnowledge):
     def oracle_advice(self, task: Task) -> list[str]:
         """Where the goal's object kind usually lies (its likely receptacle kinds present in the room),
         plus the transformation or lamp step."""
-        from edge.envs.household.world import likely_kinds
-
+        likely, present = likely_and_present(task)
         goal = task.spec["goal"]
-        present = {kind_of(r) for r in task.spec["receptacles"]}
-        # A shuffled task carries its object's likely kinds; the other worlds' follow from the object's kind.
-        kinds = task.spec.get("likely") or likely_kinds(goal["object"], task.spec.get("world", "usual"))
-        likely = [k for k in kinds if k in present]
-        advice = [find_in(goal["object"], likely)] if likely else []
-        if goal["type"] in TRANSFORM:
-            advice.append(transform_first(TRANSFORM[goal["type"]], goal["object"], goal["tool"]))
-        elif goal["type"] == "look_at_obj_in_light":
-            advice.append(take_to_lamp(goal["object"]))
-        elif goal["type"] == "pick_two_obj_and_place":
-            advice.append(second_object(goal["object"]))
-        return advice
+        verb = TRANSFORM.get(goal["type"])
+        return advice_lines(task, [k for k in likely if k in present], verb and (verb, goal["tool"]))
 
     def misleading_advice(self, task: Task) -> list[str]:
         """The oracle's advice with every claim this world can make false made false, in the same words
@@ -398,22 +413,11 @@ class HouseholdKnowledge(RoomKnowledge):
         (as many as the true advice names, in the room's order), and a transformation names another
         verb with that verb's tool (clean -> heat -> cool -> clean). The lamp and second-object steps have
         no false counterpart here and stay true."""
-        from edge.envs.household.world import likely_kinds
-
-        goal = task.spec["goal"]
-        kinds = task.spec.get("likely") or likely_kinds(goal["object"], task.spec.get("world", "usual"))
-        present = list(dict.fromkeys(kind_of(r) for r in task.spec["receptacles"]))
-        named = len([k for k in kinds if k in present])
-        unlikely = [k for k in present if k not in kinds][:named]
-        advice = [find_in(goal["object"], unlikely)] if unlikely else []
-        if goal["type"] in TRANSFORM:
-            wrong = WRONG_TRANSFORM[TRANSFORM[goal["type"]]]
-            advice.append(transform_first(wrong, goal["object"], TOOL_FOR[wrong]))
-        elif goal["type"] == "look_at_obj_in_light":
-            advice.append(take_to_lamp(goal["object"]))
-        elif goal["type"] == "pick_two_obj_and_place":
-            advice.append(second_object(goal["object"]))
-        return advice
+        likely, present = likely_and_present(task)
+        named = len([k for k in likely if k in present])
+        verb = TRANSFORM.get(task.spec["goal"]["type"])
+        wrong = verb and WRONG_TRANSFORM[verb]
+        return advice_lines(task, [k for k in present if k not in likely][:named], wrong and (wrong, TOOL_FOR[wrong]))
 
     def demonstrators(self, cfg: WarmupConfig) -> Demonstrators:
         """The explorer (random search order), the expert with detours, and the explorer that searches
