@@ -57,6 +57,11 @@ GRPO = "grpo"
 """The learning benchmark's GRPO runs: a method, and read (``runs_of``) as if it were a configuration."""
 SPLIT = "test_seen"
 
+E26 = ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
+       "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]", "bank.condition_when=plain_failed",
+       "bank.advantage_baseline=plain"]
+"""Row e26's overrides: the learned bank's options measured best so far, which the planted-entry rows build on."""
+
 # name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
 # o… configurations are the oracle control, the e… ones EDGE with its own bank, the m… ones the oracle control
 # with false advice.
@@ -250,10 +255,20 @@ CONFIGS = {
              "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
              "bank.condition_when=plain_failed"]),
     "e26": ("e25 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
-            "plain, o33's option on the learned bank)",
-            ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=true", "bank.grain=knowledge",
-             "bank.subjects=seen-and-type-steps", "bank.prune.rules=[stale,size_cap]",
-             "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
+            "plain, o33's option on the learned bank)", E26),
+    # A false entry in the learned bank: does the co-evolution remove it, and what does it cost meanwhile?
+    # (bank.seed_file plants it before round 0; benchmarks/planted_entries.py follows each planted entry.)
+    "e27": ("e26 with a false step planted in its bank before round 0 (bank.seed_file = "
+            "data/seeds/household_false_steps.jsonl: clean tasks told to heat, heat tasks to cool, cool tasks to "
+            "clean): e26 prunes only stale entries and the planted ones are never revised, so nothing removes them",
+            [*E26, "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+    "e28": ("e27 with the spec's four pruning rules (bank.prune.rules = internalized, not_helping, stale, size_cap): "
+            "does the not-helping rule remove a false entry, how soon, and at what cost",
+            [*(o for o in E26 if not o.startswith("bank.prune.rules")),
+             "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+    "e29": ("e26 with each transformation's true step planted instead (data/seeds/household_true_steps.jsonl): "
+            "the control for e27, the same planting with the words true",
+            [*E26, "bank.seed_file=data/seeds/household_true_steps.jsonl"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

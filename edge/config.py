@@ -407,6 +407,14 @@ class BankConfig(_Section):
     lm_model: str = "local"
     """LM synthesizer: model name at the endpoint, or a local Hugging Face folder when no endpoint."""
     prune: PruneConfig = Field(default_factory=PruneConfig)
+    seed_file: Path | None = None
+    """Entries the bank starts with, written before round 0 collects (``edge/bank/seeding.py``): a JSON Lines
+    file, one entry a line with text, kind, task_type, signature and key as a stored entry has them, or a
+    run's ``round_<k>/bank.parquet`` (its active entries). Seeded entries are credited and pruned like
+    written ones; a JSON Lines one is never revised by the template writer (only pruning removes it). The
+    run records the file's SHA-256 in ``bank_seed.json``. None (default): the bank starts empty, as the
+    spec's. ``data/seeds/household_false_steps.jsonl`` plants a false step for each transformation type
+    (benchmarks/planted_entries.py: does the co-evolution remove an entry that misleads?)."""
 
     @model_validator(mode="after")
     def _subjects_serve_every_type(self) -> BankConfig:
@@ -584,7 +592,10 @@ ablation without distillation distils nothing. One ``params.yaml`` drives every 
 not refused; ``ignored_settings`` names the ones set away from their defaults."""
 
 
-READ_ONLY_BY: dict[str, tuple[str, ...]] = {"bank.oracle_advice": ("edge-oracle-bank",)}
+READ_ONLY_BY: dict[str, tuple[str, ...]] = {
+    "bank.oracle_advice": ("edge-oracle-bank",),
+    "bank.seed_file": ("edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-random-bank"),
+}
 """``section.field`` of a section the other methods do read that only these methods read; named beside
 ``IGNORED_SECTIONS``' settings when set away from its default for another method."""
 

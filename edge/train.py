@@ -10,6 +10,7 @@
                         /eval.json            evaluate: held-out success with and without the bank
                         /manifest.json        every stage: sizes and hashes of what it wrote, written last
     runs/<run>/bank/                          the LanceDB bank; bank_versions.json maps round -> version
+    runs/<run>/bank_seed.json                 what bank.seed_file put in the bank before round 0 (if set)
     runs/<run>/params.json, manifest.json     the run's identity (parameters) and its own stages' record
 
 A stage is complete when its round's manifest records it (``edge/files.py``), so re-running a run skips
@@ -87,6 +88,8 @@ log = logging.getLogger(__name__)
 
 STAGE_SALT = {"collect": 1, "update": 2, "evaluate": 3}
 ORACLE_ENTRY = "oracle"
+SEED_RECORD = "bank_seed.json"
+"""The run's record of what ``bank.seed_file`` put in the bank: the file, its SHA-256, the entries' ids."""
 """The entry id recorded for the oracle control's advice (there is no bank entry behind it)."""
 
 
@@ -160,6 +163,25 @@ class Run:
                                      " a version manifest under bank.lance/_versions is missing")
         return self._bank
 
+    def seed_bank(self) -> None:
+        """Write ``bank.seed_file``'s entries into the new, empty bank, once; their ids and the file's
+        SHA-256 go to ``bank_seed.json`` first, so a crash before or after the insert resumes to the same
+        bank (the ids are the bank's first, the same every time)."""
+        from edge.bank.seeding import file_sha256, read_seed_entries
+
+        path = self.params.bank.seed_file
+        bank = self.bank()
+        if path is None or len(bank):
+            return
+        entries = read_seed_entries(path, self.params.bank.max_chars)
+        for e in entries:
+            e.id = bank.next_id()
+        write_json(self.folder / SEED_RECORD, {
+            "file": str(path), "sha256": file_sha256(path),
+            "entries": [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer}
+                        for e in entries]})
+        bank.add(entries)
+
     def bank_versions(self) -> dict[int, int]:
         path = self.folder / "bank_versions.json"
         if not path.exists():
@@ -230,6 +252,17 @@ class Run:
             for line in missing_parts(cfg.env, params.bank.synthesizer, params.bank.subjects,
                                       params.bank.block_rule):
                 log.warning("environment %r: %s", cfg.env, line)
+            seeded = Path(cfg.runs_dir) / run_folder_name(params) / SEED_RECORD
+            if params.bank.seed_file and not seeded.exists():  # a seeded run resumes without the file
+                from edge.bank.seeding import read_seed_entries
+                from edge.envs.base import EVERY_SUBJECT
+
+                entries = read_seed_entries(params.bank.seed_file, params.bank.max_chars)
+                typewide = next((e for e in entries if e.key == EVERY_SUBJECT), None)
+                if typewide and params.bank.subjects != "seen-and-type-steps":
+                    raise ValueError(f"bank.seed_file: {params.bank.seed_file} holds an entry for a whole task type "
+                                     f"(key {EVERY_SUBJECT!r}, {typewide.provenance[0]}), which only bank.subjects: "
+                                     f"seen-and-type-steps retrieves (got subjects: {params.bank.subjects})")
         if cfg.base_checkpoint:
             base = Path(cfg.base_checkpoint)
             if not base.is_dir():
@@ -743,7 +776,8 @@ def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None 
     clock = WallClock(run.folder / "wall_time.json")
     try:
         if run.settings.stores_bank and -1 not in run.bank_versions():
-            run.bank()  # create the empty table
+            run.bank()  # create the table, empty or with bank.seed_file's entries: version -1
+            run.seed_bank()
             run.record_bank_version(-1)
         baseline_eval(run, progress)
         for k in range(params.train.rounds):

@@ -1,0 +1,127 @@
+"""Entries a run's bank starts with (``bank.seed_file``), before round 0 collects anything.
+
+Two uses: start from knowledge someone already has (a curated list, or the bank another run ended
+with), and audit the co-evolution by planting an entry known to be false and watching what the
+credit, revision and pruning rules do with it (``benchmarks/planted_entries.py``).
+
+The file is either JSON Lines, one entry per line with the fields a stored entry is made of::
+
+    {"text": "try : cool the object with the fridge before you put it in place .",
+     "kind": "try", "task_type": "pick_heat_then_place_in_recep",
+     "signature": "pick_heat_then_place_in_recep|*|no_transform", "key": "*"}
+
+or a bank snapshot (``round_<k>/bank.parquet`` of a run), whose *active* entries are taken. A seeded
+entry starts with no credit and no history, round 0 as its creation round, and provenance
+``seed:<file name>:<line or id>``; from then on it is credited, merged into and pruned like any
+entry. A JSON Lines entry is marked ``synthesizer: seeded``, so the template writer never revises it
+(someone's word is not overwritten by a round's evidence; only pruning removes it); a snapshot's entries
+keep the synthesizer that wrote them. Every text passes the sanitiser as a written entry does: a
+text it refuses is an error naming the line, not an entry quietly dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from edge.bank.entry import BankEntry
+from edge.bank.sanitize import refusal_reason, sanitize_guidance
+from edge.guidance import KINDS
+
+SEED_FIELDS = ("text", "kind", "task_type", "signature", "key")
+"""What a JSON Lines seed entry must give (``BankEntry``'s fields of the same names)."""
+SEEDED = "seeded"
+"""The ``synthesizer`` of an entry read from a JSON Lines seed file."""
+
+
+class SeedFileError(ValueError):
+    """A seed file that cannot be read as bank entries; the message names the file, line and field."""
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _entry_from_line(path: Path, number: int, line: str, max_chars: int) -> BankEntry:
+    where = f"{path}, line {number}"
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise SeedFileError(f"{where}: not JSON ({err.msg}); expected one object per line") from None
+    if not isinstance(data, dict):
+        raise SeedFileError(f"{where}: expected a JSON object with {', '.join(SEED_FIELDS)}")
+    missing = [f for f in SEED_FIELDS if not isinstance(data.get(f), str) or not data[f].strip()]
+    if missing:
+        raise SeedFileError(f"{where}: field {missing[0]!r} missing or not a non-empty string "
+                            f"(each line needs {', '.join(SEED_FIELDS)})")
+    unknown = sorted(set(data) - set(SEED_FIELDS))
+    if unknown:
+        raise SeedFileError(f"{where}: unknown field {unknown[0]!r} (a line has {', '.join(SEED_FIELDS)})")
+    if data["kind"] not in KINDS:
+        raise SeedFileError(f"{where}: field 'kind' must be one of {', '.join(KINDS)} (got {data['kind']!r})")
+    if not data["text"].startswith(f"{data['kind']} : "):
+        raise SeedFileError(f"{where}: field 'text' must begin with its kind, {data['kind'] + ' : '!r}, as written "
+                            f"entries do (got {data['text'][:40]!r})")
+    if data["signature"].split("|")[0] != data["task_type"] or data["signature"].count("|") != 2:
+        raise SeedFileError(f"{where}: field 'signature' must read '<task_type>|<subject>|<pattern>' with this "
+                            f"line's task_type {data['task_type']!r} (got {data['signature']!r})")
+    reason = refusal_reason(data["text"], max_chars=max_chars)
+    if reason is not None:
+        raise SeedFileError(f"{where}: field 'text' is refused by the sanitiser ({reason})")
+    return BankEntry(id="", text=sanitize_guidance(data["text"], max_chars=max_chars), kind=data["kind"],
+                     task_type=data["task_type"], signature=data["signature"], key=data["key"],
+                     provenance=[f"seed:{path.name}:{number}"], synthesizer=SEEDED)
+
+
+def _entries_from_snapshot(path: Path, max_chars: int) -> list[BankEntry]:
+    from edge.bank.store import read_snapshot
+
+    out = []
+    for e in read_snapshot(path):
+        if e.status != "active":
+            continue
+        reason = refusal_reason(e.text, max_chars=max_chars)
+        if reason is not None:
+            raise SeedFileError(f"{path}: entry {e.id}'s text is refused by the sanitiser ({reason})")
+        out.append(BankEntry(id="", text=sanitize_guidance(e.text, max_chars=max_chars), kind=e.kind,
+                             task_type=e.task_type, signature=e.signature, key=e.key,
+                             provenance=[f"seed:{path.name}:{e.id}"], synthesizer=e.synthesizer))
+    return out
+
+
+def read_seed_entries(path: Path, max_chars: int = 300) -> list[BankEntry]:
+    """The entries ``path`` seeds a bank with, without ids (``seed_bank`` gives them), in file order.
+    Refuses, naming the file, line and field: a missing file, a line that is not an entry, a text the
+    sanitiser refuses (``max_chars``: ``bank.max_chars``), two entries for one signature (a signature has
+    one active entry), and a file with no entry."""
+    path = Path(path)
+    if not path.is_file():
+        raise SeedFileError(f"bank.seed_file: {path} is not a file (expected JSON Lines or a bank.parquet snapshot)")
+    if path.suffix == ".parquet":
+        entries = _entries_from_snapshot(path, max_chars)
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        entries = [_entry_from_line(path, n, line, max_chars) for n, line in enumerate(lines, 1) if line.strip()]
+    seen: dict[str, str] = {}
+    for e in entries:
+        if e.signature in seen:
+            raise SeedFileError(f"{path}: two entries for signature {e.signature!r} ({seen[e.signature]} and "
+                                f"{e.provenance[0]}); the bank keeps one active entry per signature")
+        seen[e.signature] = e.provenance[0]
+    if not entries:
+        raise SeedFileError(f"{path}: no entry in the file")
+    return entries
+
+
+def seed_bank(bank, path: Path, max_chars: int = 300) -> list[dict]:
+    """Add ``path``'s entries to an empty ``bank`` (ids from the bank, created in round 0); what was
+    added, for the run's record. A bank that already holds entries is a ValueError: seeding twice
+    would duplicate them (the caller seeds once, before round 0's collection)."""
+    if len(bank):
+        raise ValueError("seed_bank: the bank already holds entries; a bank is seeded once, when it is created")
+    entries = read_seed_entries(path, max_chars)
+    for e in entries:
+        e.id = bank.next_id()
+    bank.add(entries)
+    return [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer} for e in entries]
