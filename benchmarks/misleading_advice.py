@@ -170,7 +170,7 @@ def _share(x: dict | None, which: str) -> str:
     return "–" if x is None else f"{x[which]:.0%}"
 
 
-def _choice_table(rows: dict, key: str, title: str, caption: str) -> list[str]:
+def choice_table(rows: dict, key: str, title: str, caption: str) -> list[str]:
     """A ``count_choices`` result of every configuration as a table: true / false share per round and kind."""
     lines = ["", f"## {title}", "", caption, "",
              "| config | " + " | ".join(f"plain r{k}" for k in ROUNDS) + " | "
@@ -219,11 +219,11 @@ def markdown(result: dict) -> str:
         if "delta_by_round" in r:
             lines.append(f"| {c} | " + " | ".join(f"{x['delta']:+.2f} ({x['positive_share']:.0%})"
                                                   for x in r["delta_by_round"]) + " |")
-    lines += _choice_table(rows, "first_searches", "Where the training episodes look first",
+    lines += choice_table(rows, "first_searches", "Where the training episodes look first",
                            "Of the training episodes that moved, pooled over seeds: the share whose first `go to` went "
                            "to a place the true advice names / one the false advice names (plain members; in the "
                            "second half, the members shown the advice).")
-    lines += _choice_table(rows, "transformations", "Which transformation the training episodes apply",
+    lines += choice_table(rows, "transformations", "Which transformation the training episodes apply",
                            "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled "
                            "over seeds: the share that applied the task's own / the one the false advice names (heat "
                            "for clean, cool for heat, clean for cool), plain members and members shown the advice.")

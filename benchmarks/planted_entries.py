@@ -1,0 +1,222 @@
+"""A false entry in the learned bank: does EDGE's co-evolution remove it, and what does it cost meanwhile?
+
+The spec says the bank prunes what the policy no longer needs and distils only what helped; the paper
+leaves open whether bad behaviour gets through. Session 35 answered it for the oracle control (a bank
+that is false everywhere, ``misleading_advice.md``). Here the bank is EDGE's own (sweep row e26, its best
+learned-bank options so far) with one false entry per transformation type planted before round 0
+(``bank.seed_file = data/seeds/household_false_steps.jsonl``: clean tasks are told to heat, heat tasks to
+cool, cool tasks to clean). A planted entry is credited and pruned like a written one but never revised,
+so it is the false guidance an LM synthesizer or a careless curator could leave in a bank. Rows:
+
+- e27: planted, e26's pruning (only stale entries and the size cap): nothing can remove an entry that is
+  retrieved;
+- e28: planted, the spec's four rules: can ``not_helping`` (utility <= 0 after 4 uses) remove it?
+- e29: the true steps planted instead (``household_true_steps.jsonl``), the control for the planting itself.
+
+For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
+
+- the final plain policy and the policy with its bank, paired by seed and task;
+- each planted entry's fate, seed by seed, from the run's ``bank_seed.json``, the bank snapshots and the
+  groups' scores: the round it left the active set and why, its uses, its utility, and Delta
+  (advised − plain success) of the groups shown it; then whether the bank wrote the true step for the type;
+- which transformation the training episodes of clean / heat / cool tasks apply (the task's own, or the
+  one the planted entry names), plain and advised, in rounds 0, 3 and 7;
+- the final success by task type.
+
+    .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --seed 0 ... --seed 9
+    .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
+
+The first command makes the runs (resumable); this script only reads finished runs and writes
+benchmarks/results/planted_entries.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from statistics import fmean, median
+
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import internalization_sweep as sweep  # noqa: E402
+import misleading_advice as misleading  # noqa: E402
+
+from edge.benchmarking.learning import signed_points  # noqa: E402
+from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.envs.base import EVERY_SUBJECT  # noqa: E402
+
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30"]
+"""GRPO, e26 (nothing planted), then the planted rows."""
+OUT = Path("benchmarks/results")
+SPLIT = sweep.SPLIT
+
+
+def planted_ids(folder: Path) -> dict[str, str]:
+    """Entry id -> task type of every entry the run's ``bank.seed_file`` planted (``bank_seed.json``)."""
+    record = json.loads((folder / "bank_seed.json").read_text())
+    return {e["id"]: e["signature"].split("|")[0] for e in record["entries"]}
+
+
+def entry_fates(folder: Path) -> dict[str, dict]:
+    """Per planted entry of one run: its status after each round (``round_<k>/bank.parquet``); the round
+    it left the active set and the reason (None if it stayed); its uses and utility when it left or at the
+    end; per round, the groups shown it and their Delta (``scores.json``); and whether the bank ended
+    with an active entry of its own (template-written) for the same signature: the true step, written once
+    the planted one was gone."""
+    planted = planted_ids(folder)
+    rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "bank.parquet").exists())
+    fates = {i: {"task_type": t, "left_round": None, "reason": None, "groups": [], "deltas": []}
+             for i, t in planted.items()}
+    last = None
+    for k in rounds:
+        snapshot = pq.read_table(folder / f"round_{k:03d}" / "bank.parquet").to_pylist()
+        by_id = {e["id"]: e for e in snapshot}
+        groups = json.loads((folder / f"round_{k:03d}" / "scores.json").read_text())["groups"]
+        for i, fate in fates.items():
+            shown = [g["delta"] for g in groups if i in g["entry_ids"]]
+            fate["groups"].append(len(shown))
+            fate["deltas"] += shown
+            entry = by_id[i]
+            if fate["left_round"] is None:
+                fate["uses"], fate["utility"] = entry["uses"], entry["utility"]
+                if entry["status"] != "active":
+                    fate["left_round"], fate["reason"] = k, entry["prune_reason"] or entry["status"]
+        last = snapshot
+    for i, fate in fates.items():
+        task_type, _, pattern = next(e["signature"] for e in last if e["id"] == i).split("|")
+        own = [e for e in last if e["status"] == "active" and e["id"] != i and e["task_type"] == task_type
+               and e["signature"].endswith(f"|{pattern}")]
+        # The bank's own step: written for the whole type (only once the planted entry is gone: it covers
+        # the signature), or for one object kind (a failure about that object; it then replaces the type's
+        # entry in that object's block).
+        fate["own_entry_at_end"] = any(e["key"] == EVERY_SUBJECT for e in own)
+        fate["own_object_entries_at_end"] = sum(e["key"] != EVERY_SUBJECT for e in own)
+        fate["delta_mean"] = fmean(fate["deltas"]) if fate["deltas"] else None
+        fate["delta_positive_share"] = (sum(d > 0 for d in fate["deltas"]) / len(fate["deltas"])
+                                        if fate["deltas"] else None)
+    return fates
+
+
+def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
+    """Per planted task type, over seeds: in how many seeds it left the active set, by which reason, the
+    median round it left (of those), the groups shown it, their Delta and share positive, and in how many
+    seeds the bank ended with its own entry for the step."""
+    out: dict[str, dict] = {}
+    types = sorted({f["task_type"] for fates in fates_by_seed.values() for f in fates.values()})
+    for t in types:
+        rows = [f for fates in fates_by_seed.values() for f in fates.values() if f["task_type"] == t]
+        left = [f for f in rows if f["left_round"] is not None]
+        deltas = [d for f in rows for d in f["deltas"]]
+        reasons: dict[str, int] = {}
+        for f in left:
+            reasons[f["reason"]] = reasons.get(f["reason"], 0) + 1
+        out[t] = {"seeds": len(rows), "left": len(left), "reasons": reasons,
+                  "median_left_round": median(f["left_round"] for f in left) if left else None,
+                  "groups_shown": sum(sum(f["groups"]) for f in rows),
+                  "delta_mean": fmean(deltas) if deltas else None,
+                  "delta_positive_share": sum(d > 0 for d in deltas) / len(deltas) if deltas else None,
+                  "own_entry_at_end": sum(f["own_entry_at_end"] for f in rows),
+                  "own_object_entries_at_end": fmean(f["own_object_entries_at_end"] for f in rows)}
+    return out
+
+
+def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
+    runs = {c: sweep.runs_of(c, seeds, reference_runs) for c in configs}
+    out: dict = {"seeds": seeds, "machine": describe_machine(), "configs": {}}
+    for c in configs:
+        folders = [sweep.run_folder(c, s, reference_runs) for s in seeds]
+        finals = [runs[c][s]["final"] for s in seeds]
+        row = {"asks": "GRPO" if c == sweep.GRPO else sweep.CONFIGS[c][0],
+               "plain": fmean(f[f"{SPLIT}_plain"] for f in finals),
+               "transformations": misleading.transformations(folders),
+               "success_by_type": misleading.success_by_type(folders)}
+        if c != sweep.GRPO:
+            row["with_bank"] = fmean(f[f"{SPLIT}_with_bank"] for f in finals)
+        if (folders[0] / "bank_seed.json").exists():
+            fates = {s: entry_fates(f) for s, f in zip(seeds, folders, strict=True)}
+            row["fates"] = {str(s): fates[s] for s in seeds}
+            row["fate_summary"] = fate_summary(fates)
+        row["against"] = {other: misleading.compare(runs[c], runs[other], seeds)
+                          for other in configs[:configs.index(c)]}
+        out["configs"][c] = row
+    return out
+
+
+def _reasons(r: dict) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(r.items())) or "–"
+
+
+def markdown(result: dict) -> str:
+    seeds, rows = result["seeds"], result["configs"]
+    lines = ["# A false entry in the learned bank: removed, and at what cost? (household, test_seen)", "",
+             f"Seeds {', '.join(map(str, seeds))}; each row from the same warm starts, evaluated on the same 400 "
+             "tasks and streams (rows in internalization.md). e27-e29 are e26 (EDGE with its own bank, its best "
+             "options so far) with one entry per transformation type planted before round 0 "
+             "(`bank.seed_file`): e27 and e28 the false step (clean tasks told to heat, heat to cool, cool to "
+             "clean), e29 the true one. e27 prunes as e26 does (stale entries and the size cap only), e28 with the "
+             "spec's four rules. A planted entry is never revised; only pruning removes it. Differences in points, "
+             "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
+             f"`.venv/bin/python benchmarks/planted_entries.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
+             f"Machine: {result['machine']}.", "",
+             "| config | what it asks | plain | with its bank | "
+             + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
+             "|---|---|---|---|" + "---|" * (len(rows) - 1)]
+    for c, r in rows.items():
+        against = [signed_points(r["against"][o]) if o in r["against"] else "" for o in list(rows)[:-1]]
+        lines.append(f"| {c} | {r['asks']} | {r['plain']:.1%} | "
+                     + (f"{r['with_bank']:.1%}" if "with_bank" in r else "–") + " | " + " | ".join(against) + " |")
+    lines += ["", "## What became of each planted entry", "",
+              "Over seeds: in how many the entry left the active set, why, and the median round it left (rounds "
+              "0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
+              "shown it (all rounds) and their Delta, advised − plain success, with the share of groups where it "
+              "was positive (where the spec distils); in how many seeds the bank ended with its own entry for the "
+              "type's step (written once the planted entry was gone: until then it covers the signature), and how "
+              "many entries of its own for the step of one object kind it ended with, mean over seeds (those "
+              "replace the type's entry in that object's block).", "",
+              "| config | planted for | left (of seeds) | why | median round | groups shown | Delta (> 0) | "
+              "own type entry at end | own object entries at end |", "|---|---|---|---|---|---|---|---|---|"]
+    for c, r in rows.items():
+        for t, f in (r.get("fate_summary") or {}).items():
+            delta = "–" if f["delta_mean"] is None else f"{f['delta_mean']:+.2f} ({f['delta_positive_share']:.0%})"
+            lines.append(f"| {c} | {t.replace('_', ' ')} | {f['left']} / {f['seeds']} | {_reasons(f['reasons'])} | "
+                         f"{'–' if f['median_left_round'] is None else f['median_left_round']} | "
+                         f"{f['groups_shown']} | {delta} | {f['own_entry_at_end']} / {f['seeds']} | "
+                         f"{f['own_object_entries_at_end']:.1f} |")
+    lines += misleading.choice_table(
+        rows, "transformations", "Which transformation the training episodes apply",
+        "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled over seeds: the "
+        "share that applied the task's own / the one the false entry names (heat for clean, cool for heat, clean "
+        "for cool), plain members and members shown a block. For GRPO, e26 and e29 the second figure is the rate "
+        "of that wrong step without any false guidance.")
+    types = list(next(iter(rows.values()))["success_by_type"]["plain"])
+    lines += ["", "## Final success by task type", "", "Mean over seeds: plain / with the run's final bank.", "",
+              "| config | " + " | ".join(t.replace("_", " ") for t in types) + " |", "|---|" + "---|" * len(types)]
+    for c, r in rows.items():
+        by = r["success_by_type"]
+        cells = [f"{by['plain'][t]:.0%}" + (f" / {by['with_bank'][t]:.0%}" if "with_bank" in by else "") for t in types]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, action="append", required=True)
+    parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(CONFIGS)})")
+    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
+    parser.add_argument("--name", default="planted_entries")
+    args = parser.parse_args()
+    configs = args.config or CONFIGS
+    if configs[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in configs[1:]):
+        parser.error(f"--config: GRPO first, then configurations of the sweep; got {configs}")
+    result = report(configs, args.seed, args.reference_runs)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (OUT / f"{args.name}.md").write_text(markdown(result))
+    print(markdown(result))
+
+
+if __name__ == "__main__":
+    main()
