@@ -181,6 +181,7 @@ class Run:
             "entries": [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer}
                         for e in entries]})
         bank.add(entries)
+        fault_point("bank:seeded")  # a kill before version -1 is recorded: the resumed run must not seed again
 
     def bank_versions(self) -> dict[int, int]:
         path = self.folder / "bank_versions.json"

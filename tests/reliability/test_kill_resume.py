@@ -11,7 +11,7 @@ import json
 import signal
 
 import pytest
-from tiny_run import leftovers, outcome, train_in_subprocess
+from tiny_run import ROOT, leftovers, outcome, train_in_subprocess
 
 # In the order a two-round EDGE run reaches them; each process dies at its point's first hit.
 CHAIN = [
@@ -60,3 +60,24 @@ def test_a_run_killed_at_every_point_resumes_to_the_uninterrupted_result(tmp_pat
     wall = json.loads((runs / "killed" / "wall_time.json").read_text())
     # The first two died before their clock was written; every other one counts.
     assert wall["invocations"] == len(CHAIN) + 1 - 2
+
+
+def test_a_seeded_run_killed_while_seeding_resumes_to_the_uninterrupted_result(tmp_path):
+    """``bank.seed_file``: killed inside the seed record's write (nothing in the bank yet) and again after the
+    planted entries went in but before the bank's version was recorded: seeded once, as an uninterrupted run."""
+    runs = tmp_path / "runs"
+    seeded = ("--set", f"bank.seed_file={ROOT / 'data' / 'seeds' / 'household_false_steps.jsonl'}",
+              "--set", "bank.grain=knowledge", "--set", "bank.subjects=seen-and-type-steps")
+    reference = train_in_subprocess(runs, "reference", rounds=1, extra=seeded)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    for point in ("write:bank_seed.json", "bank:seeded"):
+        killed = train_in_subprocess(runs, "killed", fault=point, rounds=1, extra=seeded)
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
+                                                     f"{killed.stderr[-1500:]}"
+    final = train_in_subprocess(runs, "killed", rounds=1, extra=seeded)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert outcome(runs / "killed", rounds=1) == outcome(runs / "reference", rounds=1)
+    bank = outcome(runs / "killed", rounds=1)[0]["bank"]
+    assert sum(e[5][0].startswith("seed:") for e in bank) == 3  # (id, text, status, uses, utility, provenance)
+    planted = json.loads((runs / "killed" / "bank_seed.json").read_text())["entries"]
+    assert [e["id"] for e in planted] == ["g000001", "g000002", "g000003"]

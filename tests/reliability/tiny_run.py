@@ -44,12 +44,13 @@ def tiny_overrides(runs: Path, name: str, rounds: int = 2, method: str = "edge")
 
 
 def train_in_subprocess(runs: Path, name: str, fault: str | None = None, rounds: int = 2,
-                        timeout: float = 600) -> subprocess.CompletedProcess:
-    """``edge train`` on the tiny run in its own process; ``fault`` sets ``EDGE_FAULT`` (edge/files.py)."""
+                        timeout: float = 600, extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """``edge train`` on the tiny run in its own process; ``fault`` sets ``EDGE_FAULT`` (edge/files.py);
+    ``extra``: more ``edge train`` arguments (``--set`` overrides)."""
     env = {k: v for k, v in os.environ.items() if k != "EDGE_FAULT"}
     if fault:
         env["EDGE_FAULT"] = fault
-    return subprocess.run([EDGE, "train", *tiny_overrides(runs, name, rounds)], env=env, capture_output=True,
+    return subprocess.run([EDGE, "train", *tiny_overrides(runs, name, rounds), *extra], env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

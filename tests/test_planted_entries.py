@@ -1,0 +1,56 @@
+"""benchmarks/planted_entries.py: each planted entry's fate, read from a real seeded run."""
+
+from pathlib import Path
+
+import pytest
+from benchmark_scripts import load
+
+from edge.config import parse_params
+from edge.train import train
+
+SEEDS = Path(__file__).resolve().parents[1] / "data" / "seeds"
+
+
+@pytest.fixture(scope="module")
+def script():
+    return load("planted_entries")
+
+
+def seeded_run(tmp_path, **prune):
+    return train(parse_params({
+        "seed": 3, "data": {"train_tasks": 40},
+        "rollout": {"tasks_per_round": 6, "group_size": 4, "max_steps": 8},
+        "grpo": {"epochs": 1, "minibatches": 2}, "eval": {"episodes": 4},
+        "bank": {"embedder": "hash", "grain": "knowledge", "subjects": "seen-and-type-steps",
+                 "similarity_threshold": -1.0, "seed_file": str(SEEDS / "household_false_steps.jsonl"),
+                 "prune": prune},
+        "train": {"rounds": 3, "method": "edge", "base_checkpoint": None, "runs_dir": str(tmp_path / "runs")},
+    }))
+
+
+def test_an_entry_pruned_once_used_leaves_in_the_round_of_its_first_groups(script, tmp_path):
+    # Every entry used once with utility <= 1 is "not helping": a planted entry leaves the round it is first shown.
+    run = seeded_run(tmp_path, min_uses=1, min_utility=1.0, rules=["not_helping"])
+    fates = script.entry_fates(run.folder)
+    assert set(fates) == {"g000001", "g000002", "g000003"}
+    shown = {i: f for i, f in fates.items() if any(f["groups"])}
+    assert shown, "no planted entry was shown in three rounds of six tasks: make the run longer"
+    for fate in shown.values():
+        first = next(k for k, n in enumerate(fate["groups"]) if n)
+        assert (fate["left_round"], fate["reason"]) == (first, "not_helping")
+        assert fate["uses"] == fate["groups"][first] and sum(fate["groups"]) == fate["groups"][first]
+        assert len(fate["deltas"]) == fate["uses"]
+    for fate in fates.values():
+        if not any(fate["groups"]):
+            assert fate["left_round"] is None and fate["delta_mean"] is None
+    summary = script.fate_summary({3: fates})
+    assert sum(s["left"] for s in summary.values()) == len(shown)
+    assert all(s["reasons"] == ({"not_helping": 1} if s["left"] else {}) for s in summary.values())
+
+
+def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, tmp_path):
+    run = seeded_run(tmp_path, rules=["size_cap"])
+    fates = script.entry_fates(run.folder)
+    assert all(f["left_round"] is None for f in fates.values())
+    assert not any(f["own_entry_at_end"] for f in fates.values())  # the planted entry covers its signature
+    assert sum(sum(f["groups"]) for f in fates.values()) == sum(f["uses"] for f in fates.values())
