@@ -39,7 +39,7 @@ def test_dvc_exp_run_temp_leaves_the_main_job_as_it_was(tmp_path):
     repo = tmp_path / "project"
     repo.mkdir()
     # The stages run the installed `edge`; the copies are what dvc.yaml hashes as dependencies.
-    for name in ("edge", "flows"):
+    for name in ("edge", "flows", "data/seeds"):
         shutil.copytree(ROOT / name, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dvc.yaml", repo / "dvc.yaml")
     (repo / "params.yaml").write_text(TINY_PARAMS)
