@@ -269,8 +269,12 @@ CONFIGS = {
     "e29": ("e26 with each transformation's true step planted instead (data/seeds/household_true_steps.jsonl): "
             "the control for e27, the same planting with the words true",
             [*E26, "bank.seed_file=data/seeds/household_true_steps.jsonl"]),
-    "e30": ("e26 with the spec's four pruning rules, nothing planted: the control for e28",
-            [o for o in E26 if not o.startswith("bank.prune.rules")]),
+    "e30": ("e27 with the spec's collection and pruning: every group that retrieves is split (bank.condition_when = "
+            "always, so Delta can be negative), advantages against the group's mean, and the four pruning rules; "
+            "e22's bank options otherwise. Does the spec's own credit see that the planted step misleads?",
+            [*(o for o in E26 if o.split("=")[0] not in ("bank.prune.rules", "bank.condition_when",
+                                                         "bank.advantage_baseline")),
+             "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
