@@ -275,6 +275,13 @@ CONFIGS = {
             [*(o for o in E26 if o.split("=")[0] not in ("bank.prune.rules", "bank.condition_when",
                                                          "bank.advantage_baseline")),
              "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+    "e31": ("e26 with half of each group's plain members deciding where the block goes and Delta measured against "
+            "the other half (bank.decided_by = half_plain): under e26 the plain members are chosen for failing, so "
+            "Delta is never negative and an entry that misleads keeps its credit",
+            [*E26, "bank.decided_by=half_plain"]),
+    "e32": ("e27 (the false steps planted) with Delta measured against unselected plain members "
+            "(bank.decided_by = half_plain): does the credit then see the planted step mislead?",
+            [*E26, "bank.decided_by=half_plain", "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

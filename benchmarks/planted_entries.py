@@ -11,7 +11,11 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
 - e27: planted, e26's pruning (only stale entries and the size cap): nothing can remove an entry that is
   retrieved;
 - e28: planted, the spec's four rules: can ``not_helping`` (utility <= 0 after 4 uses) remove it?
-- e29: the true steps planted instead (``household_true_steps.jsonl``), the control for the planting itself.
+- e29: the true steps planted instead (``household_true_steps.jsonl``), the control for the planting itself;
+- e30: planted, the spec's collection and pruning (every group that retrieves is split, so Delta can be
+  negative; e26 shows the block only where the plain members all failed, so its Delta never is);
+- e31 / e32: e26 / e27 with half of the plain members deciding where the block goes and Delta measured
+  against the other half (``bank.decided_by: half_plain``), so that it can be negative.
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -23,7 +27,8 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
   one the planted entry names), plain and advised, in rounds 0, 3 and 7;
 - the final success by task type.
 
-    .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --seed 0 ... --seed 9
+    .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
+        --only e31 --only e32 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -48,7 +53,7 @@ from edge.benchmarking.learning import signed_points  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -155,9 +160,11 @@ def markdown(result: dict) -> str:
              f"Seeds {', '.join(map(str, seeds))}; each row from the same warm starts, evaluated on the same 400 "
              "tasks and streams (rows in internalization.md). e27-e29 are e26 (EDGE with its own bank, its best "
              "options so far) with one entry per transformation type planted before round 0 "
-             "(`bank.seed_file`): e27 and e28 the false step (clean tasks told to heat, heat to cool, cool to "
+             "(`bank.seed_file`): e27, e28 and e30 the false step (clean tasks told to heat, heat to cool, cool to "
              "clean), e29 the true one. e27 prunes as e26 does (stale entries and the size cap only), e28 with the "
-             "spec's four rules. A planted entry is never revised; only pruning removes it. Differences in points, "
+             "spec's four rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta "
+             "can be negative; e26-e29 show the block only where all plain members failed, so Delta never is). "
+             "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
              f"Machine: {result['machine']}.", "",

@@ -320,6 +320,16 @@ class BankConfig(_Section):
     with it, ten seeds): the block went to 59% of the groups in round 0 and 28% in round 3 (40% of o26's advised
     episodes); 51.0% plain, +4.1 [0.8, 7.4] over GRPO with eight seeds of ten ahead, and +0.1 [-3.9, 4.0] against
     o26: a steadier lead, not a larger one, so ``always`` (the spec) stays."""
+    decided_by: Literal["every_plain", "half_plain"] = "every_plain"
+    """``condition_when: plain_failed``: which plain members decide whether a group is shown the block.
+    ``every_plain``: all of them must fail; Delta is then measured against members chosen because they
+    failed, so it is the conditioned members' success and never negative: an entry that misleads still
+    earns credit wherever an advised member wins despite it, and its utility never falls below zero, so the
+    ``not_helping`` rule cannot remove it (benchmarks/results/planted_entries.md). ``half_plain``: the first
+    half of the plain members (by member index) decide, and Delta is measured against the other half,
+    which the decision never saw: an unbiased estimate of what the block adds where it is shown, at the
+    price of fewer members on each side and of a looser test (two failures of two instead of four of
+    four). Every plain member still takes the PG term. Needs at least two plain members."""
     conditioned_pg: Literal["all", "helpful", "none", "plain", "own-and-plain"] = "all"
     """How the conditioned members take the policy-gradient term: ``all``, in their own context (the
     spec); ``helpful``, only those of groups where the experience helped (Delta > 0); ``none`` (they
@@ -652,6 +662,12 @@ class EdgeParams(_Section):
                              f"conditions the others where they all failed, which needs both in every group: "
                              f"0 < round(bank.rho x rollout.group_size) < rollout.group_size (got rho {self.bank.rho} "
                              f"of {size}: {conditioned} conditioned)")
+        if self.bank.decided_by == "half_plain" and (self.bank.condition_when != "plain_failed"
+                                                     or size - conditioned < 2):
+            raise ValueError(f"bank.decided_by: half_plain lets half of a group's plain members decide where the block "
+                             f"goes and measures Delta against the other half, which needs bank.condition_when: "
+                             f"plain_failed and at least two plain members (got condition_when: "
+                             f"{self.bank.condition_when}, {size - conditioned} plain of {size})")
         return self
 
 

@@ -161,19 +161,24 @@ def rollout(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
 
 def rollout_guided_where_plain_failed(actor: Actor, tasks: list[Task], group_size: int, seed: int, *,
                                       experiences: dict[str, Experience], conditioned_per_group: int,
-                                      **kwargs) -> list[Trajectory]:
+                                      deciders: int | None = None, **kwargs) -> list[Trajectory]:
     """``bank.condition_when: plain_failed``: the plain members of every group (members
     ``conditioned_per_group`` to ``group_size`` - 1) play first; then the first ``conditioned_per_group``
-    members see their task's experience only where every plain member failed, and play plain where
-    one won. The same episodes a group as ``rollout`` and the same order (task by task, member by
-    member); where the block is shown, each member replays the stream it has in ``rollout``.
-    ``kwargs``: ``rollout``'s other options."""
+    members see their task's experience only where every deciding plain member failed, and play plain
+    where one won. ``deciders``: how many plain members decide, the first ones by member index (None:
+    all; ``bank.decided_by: half_plain``: half, so that the others measure Delta unselected). The same
+    episodes a group as ``rollout`` and the same order (task by task, member by member); where the block
+    is shown, each member replays the stream it has in ``rollout``. ``kwargs``: ``rollout``'s other options."""
     if not 0 < conditioned_per_group < group_size:
         raise ValueError(f"conditioning where the plain members failed needs plain members to play first and "
                          f"members to condition: 0 < conditioned members < group size (got "
                          f"{conditioned_per_group} of {group_size})")
+    if deciders is not None and not 0 < deciders <= group_size - conditioned_per_group:
+        raise ValueError(f"deciders: between 1 and the {group_size - conditioned_per_group} plain members "
+                         f"(got {deciders})")
     plain = rollout(actor, tasks, group_size, seed, members=range(conditioned_per_group, group_size), **kwargs)
-    solved = {t.group_id for t in plain if t.won}
+    last_decider = group_size if deciders is None else conditioned_per_group + deciders
+    solved = {t.group_id for t in plain if t.won and t.member < last_decider}
     guided = {task_id: e for task_id, e in experiences.items() if task_id not in solved}
     first = rollout(actor, tasks, group_size, seed, experiences=guided, conditioned_per_group=conditioned_per_group,
                     members=range(conditioned_per_group), **kwargs)

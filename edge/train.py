@@ -30,6 +30,7 @@ import random
 import resource
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -421,7 +422,8 @@ def collect_stage(run: Run, k: int) -> Path:
             retrieval_seconds = time.perf_counter() - retrieval_started
     collect = rollout
     if experiences and run.params.bank.condition_when == "plain_failed":  # retrieved only where members condition
-        collect = rollout_guided_where_plain_failed
+        deciders = (cfg.group_size - conditioned) // 2 if run.params.bank.decided_by == "half_plain" else None
+        collect = partial(rollout_guided_where_plain_failed, deciders=deciders)
     trajectories = collect(Actor(policy), tasks, cfg.group_size, stage_seed(run.params.seed, k, "collect"),
                            experiences=experiences,
                            conditioned_per_group=conditioned, retrieve_step=run.step_retriever(),
@@ -443,7 +445,7 @@ def score_stage(run: Run, k: int) -> Path:
         return out
     trajectories = run.rollouts(k)
     cfg = run.params.bank
-    contributions = group_contributions(trajectories)
+    contributions = group_contributions(trajectories, unselected_plain=cfg.decided_by == "half_plain")
     if cfg.credit != "gap":
         utilities = None
         if cfg.credit == "utility":  # the entries as round k-1 left them (this stage runs before update_bank)

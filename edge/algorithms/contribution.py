@@ -41,8 +41,10 @@ class GroupContribution:
         return asdict(self)
 
 
-def group_contributions(trajectories: list[Trajectory]) -> list[GroupContribution]:
-    """One record per group that has both conditioned and plain members; other groups have no Delta."""
+def group_contributions(trajectories: list[Trajectory], unselected_plain: bool = False) -> list[GroupContribution]:
+    """One record per group that has both conditioned and plain members; other groups have no Delta.
+    ``unselected_plain`` (``bank.decided_by: half_plain``): Delta against the second half of the plain
+    members by member index only, the first half having decided that the group be split."""
     groups: dict[str, list[Trajectory]] = {}
     for t in trajectories:
         groups.setdefault(t.group_id, []).append(t)
@@ -52,6 +54,8 @@ def group_contributions(trajectories: list[Trajectory]) -> list[GroupContributio
         plain = [t for t in members if not t.conditioned]
         if not cond or not plain:
             continue
+        if unselected_plain:
+            plain = sorted(plain, key=lambda t: t.member)[len(plain) // 2:]
         r_cond = sum(t.reward for t in cond) / len(cond)
         r_plain = sum(t.reward for t in plain) / len(plain)
         delta = r_cond - r_plain
