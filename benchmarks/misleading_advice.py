@@ -227,32 +227,43 @@ def markdown(result: dict) -> str:
                            "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled "
                            "over seeds: the share that applied the task's own / the one the false advice names (heat "
                            "for clean, cool for heat, clean for cool), plain members and members shown the advice.")
+    lines += type_table(rows, "Mean over seeds: plain / with the run's advice (the true advice for o…, the false "
+                              "for m…).")
+    return "\n".join(lines) + "\n"
+
+
+def type_table(rows: dict, caption: str) -> list[str]:
+    """The final success by task type of every configuration (``success_by_type``), plain / with its advice."""
     types = list(next(iter(rows.values()))["success_by_type"]["plain"])
-    lines += ["", "## Final success by task type", "",
-              "Mean over seeds: plain / with the run's advice (the true advice for o…, the false for m…).", "",
-              "| config | " + " | ".join(t.replace("_", " ") for t in types) + " |", "|---|" + "---|" * len(types)]
+    lines = ["", "## Final success by task type", "", caption, "",
+             "| config | " + " | ".join(t.replace("_", " ") for t in types) + " |", "|---|" + "---|" * len(types)]
     for c, r in rows.items():
         by = r["success_by_type"]
         cells = [f"{by['plain'][t]:.0%}" + (f" / {by['with_bank'][t]:.0%}" if "with_bank" in by else "") for t in types]
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(doc: str = __doc__, configs: list[str] = CONFIGS, name: str = "misleading_advice",
+         make_report: Callable | None = None, make_markdown: Callable | None = None) -> None:
+    """The command line of a script that reads sweep rows beside GRPO (this one's, and
+    ``planted_entries.py``'s with its own report and table): ``--seed``, ``--config``, ``--reference-runs``,
+    ``--name``; writes benchmarks/results/<name>.{json,md}."""
+    make_report, make_markdown = make_report or report, make_markdown or markdown
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--seed", type=int, action="append", required=True)
-    parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(CONFIGS)})")
+    parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(configs)})")
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
-    parser.add_argument("--name", default="misleading_advice")
+    parser.add_argument("--name", default=name)
     args = parser.parse_args()
-    configs = args.config or CONFIGS
-    if configs[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in configs[1:]):
-        parser.error(f"--config: GRPO first, then configurations of the sweep; got {configs}")
-    result = report(configs, args.seed, args.reference_runs)
+    chosen = args.config or configs
+    if chosen[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in chosen[1:]):
+        parser.error(f"--config: GRPO first, then configurations of the sweep; got {chosen}")
+    result = make_report(chosen, args.seed, args.reference_runs)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (OUT / f"{args.name}.md").write_text(markdown(result))
-    print(markdown(result))
+    (OUT / f"{args.name}.md").write_text(make_markdown(result))
+    print(make_markdown(result))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ benchmarks/results/planted_entries.{md,json}.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -198,32 +197,9 @@ def markdown(result: dict) -> str:
         "share that applied the task's own / the one the false entry names (heat for clean, cool for heat, clean "
         "for cool), plain members and members shown a block. For GRPO, e26 and e29 the second figure is the rate "
         "of that wrong step without any false guidance.")
-    types = list(next(iter(rows.values()))["success_by_type"]["plain"])
-    lines += ["", "## Final success by task type", "", "Mean over seeds: plain / with the run's final bank.", "",
-              "| config | " + " | ".join(t.replace("_", " ") for t in types) + " |", "|---|" + "---|" * len(types)]
-    for c, r in rows.items():
-        by = r["success_by_type"]
-        cells = [f"{by['plain'][t]:.0%}" + (f" / {by['with_bank'][t]:.0%}" if "with_bank" in by else "") for t in types]
-        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += misleading.type_table(rows, "Mean over seeds: plain / with the run's final bank.")
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, action="append", required=True)
-    parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(CONFIGS)})")
-    parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
-    parser.add_argument("--name", default="planted_entries")
-    args = parser.parse_args()
-    configs = args.config or CONFIGS
-    if configs[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in configs[1:]):
-        parser.error(f"--config: GRPO first, then configurations of the sweep; got {configs}")
-    result = report(configs, args.seed, args.reference_runs)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
-    (OUT / f"{args.name}.md").write_text(markdown(result))
-    print(markdown(result))
-
-
 if __name__ == "__main__":
-    main()
+    misleading.main(__doc__, CONFIGS, "planted_entries", report, markdown)
