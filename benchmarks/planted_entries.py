@@ -157,12 +157,14 @@ def markdown(result: dict) -> str:
     seeds, rows = result["seeds"], result["configs"]
     lines = ["# A false entry in the learned bank: removed, and at what cost? (household, test_seen)", "",
              f"Seeds {', '.join(map(str, seeds))}; each row from the same warm starts, evaluated on the same 400 "
-             "tasks and streams (rows in internalization.md). e27-e29 are e26 (EDGE with its own bank, its best "
-             "options so far) with one entry per transformation type planted before round 0 "
-             "(`bank.seed_file`): e27, e28 and e30 the false step (clean tasks told to heat, heat to cool, cool to "
-             "clean), e29 the true one. e27 prunes as e26 does (stale entries and the size cap only), e28 with the "
-             "spec's four rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta "
-             "can be negative; e26-e29 show the block only where all plain members failed, so Delta never is). "
+             "tasks and streams (rows in internalization.md). e27-e30 and e32 are e26 (EDGE with its own bank, its "
+             "best options so far) with one entry per transformation type planted before round 0 "
+             "(`bank.seed_file`): the false step (clean tasks told to heat, heat to cool, cool to clean), e29 the "
+             "true one. e27 prunes as e26 does (stale entries and the size cap only), e28 with the spec's four "
+             "rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta can be "
+             "negative; e26-e29 show the block only where all plain members failed, so Delta never is); e31 and "
+             "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
+             "(`bank.decided_by: half_plain`). "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
