@@ -89,9 +89,9 @@ log = logging.getLogger(__name__)
 
 STAGE_SALT = {"collect": 1, "update": 2, "evaluate": 3}
 ORACLE_ENTRY = "oracle"
+"""The entry id recorded for the oracle control's advice (there is no bank entry behind it)."""
 SEED_RECORD = "bank_seed.json"
 """The run's record of what ``bank.seed_file`` put in the bank: the file, its SHA-256, the entries' ids."""
-"""The entry id recorded for the oracle control's advice (there is no bank entry behind it)."""
 
 
 def stage_seed(seed: int, round_index: int, stage: str) -> int:
@@ -165,23 +165,17 @@ class Run:
         return self._bank
 
     def seed_bank(self) -> None:
-        """Write ``bank.seed_file``'s entries into the new, empty bank, once; their ids and the file's
-        SHA-256 go to ``bank_seed.json`` first, so a crash before or after the insert resumes to the same
-        bank (the ids are the bank's first, the same every time)."""
-        from edge.bank.seeding import file_sha256, read_seed_entries
+        """Write ``bank.seed_file``'s entries into the new, empty bank, once. What goes in is recorded in
+        ``bank_seed.json`` before the insert, so a crash before or after it resumes to the same bank (the
+        ids are the bank's first, the same every time); a bank that holds entries is not seeded again."""
+        from edge.bank.seeding import file_sha256, seed_bank
 
         path = self.params.bank.seed_file
-        bank = self.bank()
-        if path is None or len(bank):
+        if path is None or len(self.bank()):
             return
-        entries = read_seed_entries(path, self.params.bank.max_chars)
-        for e in entries:
-            e.id = bank.next_id()
-        write_json(self.folder / SEED_RECORD, {
-            "file": str(path), "sha256": file_sha256(path),
-            "entries": [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer}
-                        for e in entries]})
-        bank.add(entries)
+        seed_bank(self.bank(), path, self.params.bank.max_chars,
+                  before_insert=lambda added: write_json(self.folder / SEED_RECORD, {
+                      "file": str(path), "sha256": file_sha256(path), "entries": added}))
         fault_point("bank:seeded")  # a kill before version -1 is recorded: the resumed run must not seed again
 
     def bank_versions(self) -> dict[int, int]:
@@ -256,15 +250,9 @@ class Run:
                 log.warning("environment %r: %s", cfg.env, line)
             seeded = Path(cfg.runs_dir) / run_folder_name(params) / SEED_RECORD
             if params.bank.seed_file and not seeded.exists():  # a seeded run resumes without the file
-                from edge.bank.seeding import read_seed_entries
-                from edge.envs.base import EVERY_SUBJECT
+                from edge.bank.seeding import check_seed_file
 
-                entries = read_seed_entries(params.bank.seed_file, params.bank.max_chars)
-                typewide = next((e for e in entries if e.key == EVERY_SUBJECT), None)
-                if typewide and params.bank.subjects != "seen-and-type-steps":
-                    raise ValueError(f"bank.seed_file: {params.bank.seed_file} holds an entry for a whole task type "
-                                     f"(key {EVERY_SUBJECT!r}, {typewide.provenance[0]}), which only bank.subjects: "
-                                     f"seen-and-type-steps retrieves (got subjects: {params.bank.subjects})")
+                check_seed_file(params.bank)
         if cfg.base_checkpoint:
             base = Path(cfg.base_checkpoint)
             if not base.is_dir():

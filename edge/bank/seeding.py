@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from edge.bank.entry import BankEntry
@@ -114,14 +115,31 @@ def read_seed_entries(path: Path, max_chars: int = 300) -> list[BankEntry]:
     return entries
 
 
-def seed_bank(bank, path: Path, max_chars: int = 300) -> list[dict]:
-    """Add ``path``'s entries to an empty ``bank`` (ids from the bank, created in round 0); what was
-    added, for the run's record. A bank that already holds entries is a ValueError: seeding twice
-    would duplicate them (the caller seeds once, before round 0's collection)."""
+def check_seed_file(cfg) -> None:
+    """Refuse ``cfg.seed_file`` (``BankConfig``) before a run starts: what ``read_seed_entries`` refuses, and
+    an entry about a whole task type (key ``*``) in a bank whose ``subjects`` setting never retrieves one."""
+    from edge.envs.base import EVERY_SUBJECT
+
+    entries = read_seed_entries(cfg.seed_file, cfg.max_chars)
+    typewide = next((e for e in entries if e.key == EVERY_SUBJECT), None)
+    if typewide and cfg.subjects != "seen-and-type-steps":
+        raise SeedFileError(f"bank.seed_file: {cfg.seed_file} holds an entry for a whole task type (key "
+                            f"{EVERY_SUBJECT!r}, {typewide.provenance[0]}), which only bank.subjects: "
+                            f"seen-and-type-steps retrieves (got subjects: {cfg.subjects})")
+
+
+def seed_bank(bank, path: Path, max_chars: int = 300,
+              before_insert: Callable[[list[dict]], None] | None = None) -> list[dict]:
+    """Add ``path``'s entries to an empty ``bank`` (ids from the bank, created in round 0) and return what
+    was added (id, signature, text, synthesizer), which ``before_insert`` is handed first (the run records
+    it). A bank that already holds entries is a ValueError: seeding twice would duplicate them."""
     if len(bank):
         raise ValueError("seed_bank: the bank already holds entries; a bank is seeded once, when it is created")
     entries = read_seed_entries(path, max_chars)
     for e in entries:
         e.id = bank.next_id()
+    added = [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer} for e in entries]
+    if before_insert is not None:
+        before_insert(added)
     bank.add(entries)
-    return [{"id": e.id, "signature": e.signature, "text": e.text, "synthesizer": e.synthesizer} for e in entries]
+    return added
