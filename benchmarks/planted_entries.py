@@ -190,7 +190,7 @@ def markdown(result: dict) -> str:
         for t, f in (r.get("fate_summary") or {}).items():
             delta = "–" if f["delta_mean"] is None else f"{f['delta_mean']:+.2f} ({f['delta_positive_share']:.0%})"
             lines.append(f"| {c} | {t.replace('_', ' ')} | {f['left']} / {f['seeds']} | {_reasons(f['reasons'])} | "
-                         f"{'–' if f['median_left_round'] is None else f['median_left_round']} | "
+                         f"{'–' if f['median_left_round'] is None else format(f['median_left_round'], 'g')} | "
                          f"{f['groups_shown']} | {delta} | {f['own_entry_at_end']} / {f['seeds']} | "
                          f"{f['own_object_entries_at_end']:.1f} |")
     lines += misleading.choice_table(

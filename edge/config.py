@@ -316,7 +316,8 @@ class BankConfig(_Section):
     and steps a round; the scaffold withdraws task by task as the plain policy learns, and the plain policy
     keeps GRPO's on-policy episodes wherever they carry a signal. Delta is then measured only where the
     plain members failed (it is the conditioned members' success, never negative), so a learned bank's
-    utilities read higher than under ``always``. Needs 0 < round(rho * G) < G. Measured (internalization.md row o31, o26
+    utilities read higher than under ``always``; ``decided_by: half_plain`` measures it against plain
+    members the choice did not look at. Needs 0 < round(rho * G) < G. Measured (internalization.md row o31, o26
     with it, ten seeds): the block went to 59% of the groups in round 0 and 28% in round 3 (40% of o26's advised
     episodes); 51.0% plain, +4.1 [0.8, 7.4] over GRPO with eight seeds of ten ahead, and +0.1 [-3.9, 4.0] against
     o26: a steadier lead, not a larger one, so ``always`` (the spec) stays."""
