@@ -183,11 +183,13 @@ def choice_table(rows: dict, key: str, title: str, caption: str) -> list[str]:
     return lines
 
 
-def command_args(result: dict) -> str:
-    """The command line that makes ``result`` again (``--config`` only where not the default)."""
+def command_args(result: dict, default: list[str] = CONFIGS) -> str:
+    """The command line that makes ``result`` again (``--config`` only where not the ``default``, and
+    ``--name`` where the report was written under another name)."""
     configs = list(result["configs"])
     return " ".join([f"--seed {s}" for s in result["seeds"]]
-                    + ([f"--config {c}" for c in configs] if configs != CONFIGS else []))
+                    + ([f"--config {c}" for c in configs] if configs != default else [])
+                    + ([f"--name {result['name']}"] if result.get("name") else []))
 
 
 def markdown(result: dict) -> str:
@@ -260,6 +262,8 @@ def main(doc: str = __doc__, configs: list[str] = CONFIGS, name: str = "misleadi
     if chosen[0] != sweep.GRPO or any(c not in sweep.CONFIGS for c in chosen[1:]):
         parser.error(f"--config: GRPO first, then configurations of the sweep; got {chosen}")
     result = make_report(chosen, args.seed, args.reference_runs)
+    if args.name != name:
+        result["name"] = args.name
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     (OUT / f"{args.name}.md").write_text(make_markdown(result))

@@ -167,7 +167,7 @@ def markdown(result: dict) -> str:
              "(`bank.decided_by: half_plain`). "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
-             f"`.venv/bin/python benchmarks/planted_entries.py {' '.join(f'--seed {s}' for s in seeds)}`.", "",
+             f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
              f"Machine: {result['machine']}.", "",
              "| config | what it asks | plain | with its bank | "
              + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
