@@ -202,15 +202,8 @@ def markdown(result: dict) -> str:
              "are the true advice under the same two updates. Differences in points, paired by seed "
              "and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/misleading_advice.py {command_args(result)}`.", "",
-             f"Machine: {result['machine']}.", "",
-             "| config | what it asks | plain | with its advice | with advice − plain | "
-             + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
-             "|---|---|---|---|---|" + "---|" * (len(rows) - 1)]
-    for c, r in rows.items():
-        against = [signed_points(r["against"][o]) if o in r["against"] else "" for o in list(rows)[:-1]]
-        lines.append(f"| {c} | {r['asks']} | {r['plain']:.1%} | "
-                     + (f"{r['with_advice']:.1%} | {signed_points(r['with_advice_minus_plain'])}" if "with_advice" in r
-                        else "– | –") + " | " + " | ".join(against) + " |")
+             f"Machine: {result['machine']}.", ""]
+    lines += finals_table(rows, "with_advice", "with its advice", "with_advice_minus_plain")
     lines += ["", "## Delta round by round", "",
               "Advised − plain success in the groups shown the advice, mean over seeds (in brackets: the share of "
               "those groups where it was positive, where the spec distils).", "",
@@ -232,6 +225,23 @@ def markdown(result: dict) -> str:
     lines += type_table(rows, "Mean over seeds: plain / with the run's advice (the true advice for o…, the false "
                               "for m…).")
     return "\n".join(lines) + "\n"
+
+
+def finals_table(rows: dict, with_key: str, with_title: str, minus_plain_key: str | None = None) -> list[str]:
+    """Every configuration's final plain success, its success with its advice or bank (``with_key``; – for
+    GRPO), with ``minus_plain_key`` the paired difference of the two, and the paired differences to every
+    configuration listed before it."""
+    others = list(rows)[:-1]
+    extra = ["with advice − plain"] if minus_plain_key else []
+    lines = ["| " + " | ".join(["config", "what it asks", "plain", with_title, *extra, *(f"− {c}" for c in others)])
+             + " |", "|---" * (4 + len(extra) + len(others)) + "|"]
+    for c, r in rows.items():
+        cells = [c, r["asks"], f"{r['plain']:.1%}", f"{r[with_key]:.1%}" if with_key in r else "–"]
+        if minus_plain_key:
+            cells.append(signed_points(r[minus_plain_key]) if minus_plain_key in r else "–")
+        cells += [signed_points(r["against"][o]) if o in r["against"] else "" for o in others]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def type_table(rows: dict, caption: str) -> list[str]:

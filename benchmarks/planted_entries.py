@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import internalization_sweep as sweep  # noqa: E402
 import misleading_advice as misleading  # noqa: E402
 
-from edge.benchmarking.learning import signed_points  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
@@ -168,14 +167,8 @@ def markdown(result: dict) -> str:
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
-             f"Machine: {result['machine']}.", "",
-             "| config | what it asks | plain | with its bank | "
-             + " | ".join(f"− {c}" for c in list(rows)[:-1]) + " |",
-             "|---|---|---|---|" + "---|" * (len(rows) - 1)]
-    for c, r in rows.items():
-        against = [signed_points(r["against"][o]) if o in r["against"] else "" for o in list(rows)[:-1]]
-        lines.append(f"| {c} | {r['asks']} | {r['plain']:.1%} | "
-                     + (f"{r['with_bank']:.1%}" if "with_bank" in r else "–") + " | " + " | ".join(against) + " |")
+             f"Machine: {result['machine']}.", ""]
+    lines += misleading.finals_table(rows, "with_bank", "with its bank")
     lines += ["", "## What became of each planted entry", "",
               "Over seeds: in how many the entry left the active set, why, and the median round it left (rounds "
               "0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
