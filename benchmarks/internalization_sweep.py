@@ -62,6 +62,12 @@ E26 = ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=tru
        "bank.advantage_baseline=plain"]
 """Row e26's overrides: the learned bank's options measured best so far, which the planted-entry rows build on."""
 
+
+def e26_without(*fields: str) -> list[str]:
+    """E26 less the overrides of ``fields`` (``section.key``), which then keep params.yaml's values."""
+    return [o for o in E26 if o.split("=")[0] not in fields]
+
+
 # name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
 # o… configurations are the oracle control, the e… ones EDGE with its own bank, the m… ones the oracle control
 # with false advice.
@@ -264,16 +270,14 @@ CONFIGS = {
             [*E26, "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     "e28": ("e27 with the spec's four pruning rules (bank.prune.rules = internalized, not_helping, stale, size_cap): "
             "does the not-helping rule remove a false entry, how soon, and at what cost",
-            [*(o for o in E26 if not o.startswith("bank.prune.rules")),
-             "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+            [*e26_without("bank.prune.rules"), "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     "e29": ("e26 with each transformation's true step planted instead (data/seeds/household_true_steps.jsonl): "
             "the control for e27, the same planting with the words true",
             [*E26, "bank.seed_file=data/seeds/household_true_steps.jsonl"]),
     "e30": ("e27 with the spec's collection and pruning: every group that retrieves is split (bank.condition_when = "
             "always, so Delta can be negative), advantages against the group's mean, and the four pruning rules; "
             "e22's bank options otherwise. Does the spec's own credit see that the planted step misleads?",
-            [*(o for o in E26 if o.split("=")[0] not in ("bank.prune.rules", "bank.condition_when",
-                                                         "bank.advantage_baseline")),
+            [*e26_without("bank.prune.rules", "bank.condition_when", "bank.advantage_baseline"),
              "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     "e31": ("e26 with half of each group's plain members deciding where the block goes and Delta measured against "
             "the other half (bank.decided_by = half_plain): under e26 the plain members are chosen for failing, so "

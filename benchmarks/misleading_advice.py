@@ -257,11 +257,10 @@ def type_table(rows: dict, caption: str) -> list[str]:
 
 
 def main(doc: str = __doc__, configs: list[str] = CONFIGS, name: str = "misleading_advice",
-         make_report: Callable | None = None, make_markdown: Callable | None = None) -> None:
+         make_report: Callable = report, make_markdown: Callable = markdown) -> None:
     """The command line of a script that reads sweep rows beside GRPO (this one's, and
     ``planted_entries.py``'s with its own report and table): ``--seed``, ``--config``, ``--reference-runs``,
     ``--name``; writes benchmarks/results/<name>.{json,md}."""
-    make_report, make_markdown = make_report or report, make_markdown or markdown
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(configs)})")

@@ -42,12 +42,12 @@ import sys
 from pathlib import Path
 from statistics import fmean, median
 
-import pyarrow.parquet as pq
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import internalization_sweep as sweep  # noqa: E402
 import misleading_advice as misleading  # noqa: E402
 
+from edge.bank.entry import BankEntry  # noqa: E402
+from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
@@ -57,10 +57,10 @@ OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
 
 
-def planted_ids(folder: Path) -> dict[str, str]:
-    """Entry id -> task type of every entry the run's ``bank.seed_file`` planted (``bank_seed.json``)."""
+def planted_signatures(folder: Path) -> dict[str, str]:
+    """Entry id -> signature of every entry the run's ``bank.seed_file`` planted (``bank_seed.json``)."""
     record = json.loads((folder / "bank_seed.json").read_text())
-    return {e["id"]: e["signature"].split("|")[0] for e in record["entries"]}
+    return {e["id"]: e["signature"] for e in record["entries"]}
 
 
 def entry_fates(folder: Path) -> dict[str, dict]:
@@ -69,14 +69,14 @@ def entry_fates(folder: Path) -> dict[str, dict]:
     end; per round, the groups shown it and their Delta (``scores.json``); and whether the bank ended
     with an active entry of its own (template-written) for the same signature: the true step, written once
     the planted one was gone."""
-    planted = planted_ids(folder)
+    planted = planted_signatures(folder)
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "bank.parquet").exists())
-    fates = {i: {"task_type": t, "left_round": None, "reason": None, "groups": [], "deltas": []}
-             for i, t in planted.items()}
-    last = None
+    fates = {i: {"task_type": signature.split("|")[0], "left_round": None, "reason": None, "groups": [],
+                 "deltas": []} for i, signature in planted.items()}
+    last: list[BankEntry] = []
     for k in rounds:
-        snapshot = pq.read_table(folder / f"round_{k:03d}" / "bank.parquet").to_pylist()
-        by_id = {e["id"]: e for e in snapshot}
+        last = read_snapshot(folder / f"round_{k:03d}" / "bank.parquet")
+        by_id = {e.id: e for e in last}
         groups = json.loads((folder / f"round_{k:03d}" / "scores.json").read_text())["groups"]
         for i, fate in fates.items():
             shown = [g["delta"] for g in groups if i in g["entry_ids"]]
@@ -84,19 +84,18 @@ def entry_fates(folder: Path) -> dict[str, dict]:
             fate["deltas"] += shown
             entry = by_id[i]
             if fate["left_round"] is None:
-                fate["uses"], fate["utility"] = entry["uses"], entry["utility"]
-                if entry["status"] != "active":
-                    fate["left_round"], fate["reason"] = k, entry["prune_reason"] or entry["status"]
-        last = snapshot
+                fate["uses"], fate["utility"] = entry.uses, entry.utility
+                if entry.status != "active":
+                    fate["left_round"], fate["reason"] = k, entry.prune_reason or entry.status
     for i, fate in fates.items():
-        task_type, _, pattern = next(e["signature"] for e in last if e["id"] == i).split("|")
-        own = [e for e in last if e["status"] == "active" and e["id"] != i and e["task_type"] == task_type
-               and e["signature"].endswith(f"|{pattern}")]
+        pattern = planted[i].split("|")[2]
+        own = [e for e in last if e.status == "active" and e.id != i and e.task_type == fate["task_type"]
+               and e.signature.endswith(f"|{pattern}")]
         # The bank's own step: written for the whole type (only once the planted entry is gone: it covers
         # the signature), or for one object kind (a failure about that object; it then replaces the type's
         # entry in that object's block).
-        fate["own_entry_at_end"] = any(e["key"] == EVERY_SUBJECT for e in own)
-        fate["own_object_entries_at_end"] = sum(e["key"] != EVERY_SUBJECT for e in own)
+        fate["own_entry_at_end"] = any(e.key == EVERY_SUBJECT for e in own)
+        fate["own_object_entries_at_end"] = sum(e.key != EVERY_SUBJECT for e in own)
         fate["delta_mean"] = fmean(fate["deltas"]) if fate["deltas"] else None
         fate["delta_positive_share"] = (sum(d > 0 for d in fate["deltas"]) / len(fate["deltas"])
                                         if fate["deltas"] else None)

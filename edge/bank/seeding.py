@@ -44,6 +44,14 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _vetted(text: str, max_chars: int, where: str) -> str:
+    """``text`` as the sanitiser writes it, or a SeedFileError naming ``where`` and the sanitiser's reason."""
+    reason = refusal_reason(text, max_chars=max_chars)
+    if reason is not None:
+        raise SeedFileError(f"{where} is refused by the sanitiser ({reason})")
+    return sanitize_guidance(text, max_chars=max_chars)
+
+
 def _entry_from_line(path: Path, number: int, line: str, max_chars: int) -> BankEntry:
     where = f"{path}, line {number}"
     try:
@@ -67,10 +75,7 @@ def _entry_from_line(path: Path, number: int, line: str, max_chars: int) -> Bank
     if data["signature"].split("|")[0] != data["task_type"] or data["signature"].count("|") != 2:
         raise SeedFileError(f"{where}: field 'signature' must read '<task_type>|<subject>|<pattern>' with this "
                             f"line's task_type {data['task_type']!r} (got {data['signature']!r})")
-    reason = refusal_reason(data["text"], max_chars=max_chars)
-    if reason is not None:
-        raise SeedFileError(f"{where}: field 'text' is refused by the sanitiser ({reason})")
-    return BankEntry(id="", text=sanitize_guidance(data["text"], max_chars=max_chars), kind=data["kind"],
+    return BankEntry(id="", text=_vetted(data["text"], max_chars, f"{where}: field 'text'"), kind=data["kind"],
                      task_type=data["task_type"], signature=data["signature"], key=data["key"],
                      provenance=[f"seed:{path.name}:{number}"], synthesizer=SEEDED)
 
@@ -82,10 +87,7 @@ def _entries_from_snapshot(path: Path, max_chars: int) -> list[BankEntry]:
     for e in read_snapshot(path):
         if e.status != "active":
             continue
-        reason = refusal_reason(e.text, max_chars=max_chars)
-        if reason is not None:
-            raise SeedFileError(f"{path}: entry {e.id}'s text is refused by the sanitiser ({reason})")
-        out.append(BankEntry(id="", text=sanitize_guidance(e.text, max_chars=max_chars), kind=e.kind,
+        out.append(BankEntry(id="", text=_vetted(e.text, max_chars, f"{path}: entry {e.id}'s text"), kind=e.kind,
                              task_type=e.task_type, signature=e.signature, key=e.key,
                              provenance=[f"seed:{path.name}:{e.id}"], synthesizer=e.synthesizer))
     return out
