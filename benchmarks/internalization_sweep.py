@@ -286,6 +286,15 @@ CONFIGS = {
     "e32": ("e27 (the false steps planted) with Delta measured against unselected plain members "
             "(bank.decided_by = half_plain): does the credit then see the planted step mislead?",
             [*E26, "bank.decided_by=half_plain", "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+    "e33": ("e32 with the spec's four pruning rules, the internalized rule asking for a lift "
+            "(bank.prune.internalized_needs = lift): half_plain's Delta, which can go negative, for the not-helping "
+            "rule to read, and an entry called internalized only where it once lifted its groups and the plain "
+            "members now reach that level",
+            [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift",
+             "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
+    "e34": ("e31 with e33's pruning (the four rules, internalized_needs = lift) and nothing planted: what those "
+            "rules cost a bank that has no false entry",
+            [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

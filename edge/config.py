@@ -220,6 +220,18 @@ class PruneConfig(_Section):
     window: int = Field(3, ge=1)
     """internalized: credited rounds over which plain success must have caught up."""
     tolerance: float = Field(0.05, ge=0)
+    internalized_needs: Literal["credit", "lift"] = "credit"
+    """What the internalized rule asks before it prunes. ``credit`` (the spec): the entry had positive
+    credit once, and over the window its groups' plain members succeed as often as the conditioned
+    ones. Under ``bank.condition_when: plain_failed`` the deciding plain members fail by selection, so
+    credit is positive whenever an advised member wins, and an entry whose groups all fail, advised
+    members too, passes the second test at 0% against 0%: of 30 false entries planted in e28, five left
+    as "internalized" (benchmarks/results/planted_entries.md). ``lift``: in a credited round before the
+    window its conditioned members' success stood at least ``lift_margin`` above the plain members',
+    and over the window the plain members reach that success level (within ``tolerance``); an entry
+    that never lifted its groups is left to the other rules."""
+    lift_margin: float = Field(0.25, gt=0, le=1)
+    """``internalized_needs: lift``: the gap in success, conditioned over plain, that shows the entry helped."""
     stale_rounds: int = Field(6, ge=1)
     """stale: not retrieved for this many rounds."""
     max_size: int = Field(200, ge=1)

@@ -1,6 +1,7 @@
 """EDGE's arithmetic: marginal contribution, credit, reverse-KL distillation, pruning, synthesis."""
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -118,8 +119,6 @@ def test_pruning_rules_do_not_fire_on_neighbours(neighbour):
     (dict(last_used_round=-1, created_round=0), "stale"),
 ])
 def test_a_rule_left_out_of_bank_prune_rules_prunes_nothing(case, reason):
-    from dataclasses import replace
-
     from edge.bank.pruning import RULES as ALL_RULES
 
     others = replace(RULES, enabled=frozenset(ALL_RULES) - {reason})
@@ -149,6 +148,46 @@ def test_bank_prune_rules_reach_the_co_evolution(tmp_path):
     assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, params.bank)] == [("g2", "stale")]
     assert [e.id for e in bank.all("active")] == ["g1"]  # internalized, but that rule is off
     assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, EdgeParams().bank)] == [("g1", "internalized")]
+
+
+LIFT = replace(RULES, internalized_needs="lift", lift_margin=0.25)
+
+
+@pytest.mark.parametrize("history, spec, lift", [
+    # lifted its groups from 20% to 80% in round 2; the plain members now win 80%: absorbed
+    (([0.2, 0.8, 0.8, 0.8], [0.8, 0.8, 0.8, 0.8]), "internalized", "internalized"),
+    # advised members won once, then every member of its groups failed: nothing was learnt
+    (([0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]), "internalized", None),
+    # never more than 0.1 above plain: no evidence it helped
+    (([0.6, 0.8, 0.8, 0.8], [0.7, 0.8, 0.8, 0.8]), "internalized", None),
+    # lifted to 80% once, the plain members win 40% now, as do the advised ones: not where the advice took them
+    (([0.2, 0.4, 0.4, 0.4], [0.8, 0.4, 0.4, 0.4]), "internalized", None),
+    # caught up, but no credited round before the window to show a lift
+    (([0.8, 0.8, 0.8], [0.8, 0.8, 0.8]), "internalized", None),
+])
+def test_internalized_needs_lift_asks_for_an_earlier_lift_the_plain_members_reach(history, spec, lift):
+    plain, cond = history
+    case = entry(history_rounds=list(range(len(plain))), history_success_plain=plain,
+                 history_success_conditioned=cond, uses=8)
+    assert prune_decisions([case], round_index=5, rules=RULES).get("g1") == spec
+    assert prune_decisions([case], round_index=5, rules=LIFT).get("g1") == lift
+
+
+def test_internalized_needs_reaches_the_co_evolution(tmp_path):
+    from edge.bank.coevolve import prune_entries
+    from edge.bank.embedder import HashEmbedder
+    from edge.bank.store import ExperienceBank
+    from edge.config import EdgeParams
+
+    with pytest.raises(ValueError, match="internalized_needs"):
+        EdgeParams.model_validate({"bank": {"prune": {"internalized_needs": "lifted"}}})
+    both_failing = entry(history_rounds=[2, 3, 4, 5], history_success_plain=[0.0] * 4,
+                         history_success_conditioned=[0.5, 0.0, 0.0, 0.0], utility=0.05, uses=8)
+    for needs, expected in (("credit", [("g1", "internalized")]), ("lift", [])):
+        bank = ExperienceBank.open(tmp_path / needs, HashEmbedder())
+        bank.add([both_failing])
+        params = EdgeParams.model_validate({"bank": {"embedder": "hash", "prune": {"internalized_needs": needs}}})
+        assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, params.bank)] == expected
 
 
 def test_size_cap_evicts_lowest_utility():

@@ -164,7 +164,8 @@ def near_duplicate(bank: ExperienceBank, entry: BankEntry, active: list[BankEntr
 
 def prune_entries(bank: ExperienceBank, round_index: int, cfg: BankConfig) -> list[dict]:
     p = cfg.prune
-    rules = PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size, frozenset(p.rules))
+    rules = PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size, frozenset(p.rules),
+                       p.internalized_needs, p.lift_margin)
     pruned = []
     for entry_id, reason in prune_decisions(bank.all("active"), round_index, rules).items():
         entry = bank.get(entry_id)

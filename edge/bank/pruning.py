@@ -5,6 +5,11 @@ Nothing is deleted; an entry's status becomes ``pruned`` and ``prune_reason`` sa
 - ``internalized``: the entry once helped (positive credit), and over its last ``window`` credited
   rounds the plain members of its groups succeed as often as the conditioned ones (within
   ``tolerance``): the policy has absorbed it. Checked first, since it also looks like "not helping".
+  With ``internalized_needs="lift"`` both halves ask for more: in a credited round before the window
+  the conditioned members' success stood at least ``lift_margin`` above the plain members' (it
+  helped, not one lucky group), and over the window the plain members succeed about as often as the
+  conditioned ones did then. Groups that all fail, plain and advised alike, then read as nothing
+  learnt rather than as internalized.
 - ``not_helping``: used at least ``min_uses`` times and its utility is at most ``min_utility``.
 - ``stale``: not retrieved for ``stale_rounds`` rounds.
 - ``size_cap``: more than ``max_size`` active entries: the lowest utility go.
@@ -30,6 +35,22 @@ class PruneRules:
     max_size: int = 200
     enabled: frozenset[str] = frozenset(RULES)
     """The rules that prune (``bank.prune.rules``); an entry only the others would prune stays."""
+    internalized_needs: str = "credit"
+    """What ``internalized`` asks for: ``credit`` (the spec) or ``lift`` (see the module's doc)."""
+    lift_margin: float = 0.25
+
+
+def helped_then_absorbed(entry: BankEntry, rules: PruneRules) -> bool:
+    """``internalized_needs="lift"``: an earlier lift of at least ``lift_margin``, whose success level
+    the plain members reach over the last ``window`` credited rounds."""
+    w = rules.window
+    plain, cond = entry.history_success_plain, entry.history_success_conditioned
+    earlier = [(c - p, c) for p, c in zip(plain[:-w], cond[:-w])]
+    lifts = [c for gap, c in earlier if gap >= rules.lift_margin]
+    if not lifts:
+        return False
+    # The least of the lifted levels: the plain side must reach what the advice gave at least once.
+    return sum(plain[-w:]) / w >= min(lifts) - rules.tolerance
 
 
 def internalized(entry: BankEntry, rules: PruneRules) -> bool:
@@ -37,7 +58,8 @@ def internalized(entry: BankEntry, rules: PruneRules) -> bool:
         return False
     plain = entry.history_success_plain[-rules.window:]
     cond = entry.history_success_conditioned[-rules.window:]
-    return sum(plain) / len(plain) >= sum(cond) / len(cond) - rules.tolerance
+    caught_up = sum(plain) / len(plain) >= sum(cond) / len(cond) - rules.tolerance
+    return caught_up and (rules.internalized_needs == "credit" or helped_then_absorbed(entry, rules))
 
 
 def not_helping(entry: BankEntry, rules: PruneRules) -> bool:
