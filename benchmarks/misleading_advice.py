@@ -228,15 +228,17 @@ def markdown(result: dict) -> str:
 
 
 def finals_table(rows: dict, with_key: str, with_title: str, minus_plain_key: str | None = None) -> list[str]:
-    """Every configuration's final plain success, its success with its advice or bank (``with_key``; – for
-    GRPO), with ``minus_plain_key`` the paired difference of the two, and the paired differences to every
-    configuration listed before it."""
+    """What each configuration asks, as a list (the texts are too long for a table's cell), then the
+    table: every configuration's final plain success, its success with its advice or bank (``with_key``; –
+    for GRPO), with ``minus_plain_key`` the paired difference of the two, and the paired differences to
+    every configuration listed before it."""
     others = list(rows)[:-1]
     extra = ["with advice − plain"] if minus_plain_key else []
-    lines = ["| " + " | ".join(["config", "what it asks", "plain", with_title, *extra, *(f"− {c}" for c in others)])
-             + " |", "|---" * (4 + len(extra) + len(others)) + "|"]
+    lines = [f"- **{c}**: {r['asks']}" for c, r in rows.items()]
+    lines += ["", "| " + " | ".join(["config", "plain", with_title, *extra, *(f"− {c}" for c in others)]) + " |",
+              "|---" * (3 + len(extra) + len(others)) + "|"]
     for c, r in rows.items():
-        cells = [c, r["asks"], f"{r['plain']:.1%}", f"{r[with_key]:.1%}" if with_key in r else "–"]
+        cells = [c, f"{r['plain']:.1%}", f"{r[with_key]:.1%}" if with_key in r else "–"]
         if minus_plain_key:
             cells.append(signed_points(r[minus_plain_key]) if minus_plain_key in r else "–")
         cells += [signed_points(r["against"][o]) if o in r["against"] else "" for o in others]

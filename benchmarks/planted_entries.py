@@ -16,6 +16,9 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
   negative; e26 shows the block only where the plain members all failed, so its Delta never is);
 - e31 / e32: e26 / e27 with half of the plain members deciding where the block goes and Delta measured
   against the other half (``bank.decided_by: half_plain``), so that it can be negative.
+- e33 / e34: e32 / e31 with the spec's four pruning rules, the internalized rule asking for an earlier
+  lift the plain members now reach (``bank.prune.internalized_needs: lift``): the not-helping rule reads
+  half_plain's Delta, and groups that all fail no longer read as internalized.
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -28,7 +31,7 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
 - the final success by task type.
 
     .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
-        --only e31 --only e32 --seed 0 ... --seed 9
+        --only e31 --only e32 --only e33 --only e34 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -51,7 +54,7 @@ from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -162,7 +165,8 @@ def markdown(result: dict) -> str:
              "rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta can be "
              "negative; e26-e29 show the block only where all plain members failed, so Delta never is); e31 and "
              "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
-             "(`bank.decided_by: half_plain`). "
+             "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, the internalized "
+             "one asking for an earlier lift the plain members now reach (`bank.prune.internalized_needs: lift`). "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",

@@ -145,3 +145,15 @@ def test_the_scripts_that_read_runs_again_share_one_command_line(sweep, capsys):
     with pytest.raises(SystemExit):
         sweep.parse_evaluation_args("read", argv=["--config", "e99"])
     assert "unknown configuration(s) e99" in capsys.readouterr().err
+
+
+def test_every_rows_overrides_make_a_valid_configuration(sweep):
+    """A misspelt field or a refused combination in a row fails here, not minutes into a sweep."""
+    from edge.config import load_params, with_overrides
+
+    params = load_params("params.yaml")
+    for name, (_, overrides) in sweep.CONFIGS.items():
+        try:
+            with_overrides(params, overrides)
+        except ValueError as err:
+            pytest.fail(f"row {name}: {err}")
