@@ -165,8 +165,9 @@ def markdown(result: dict) -> str:
              "rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta can be "
              "negative; e26-e29 show the block only where all plain members failed, so Delta never is); e31 and "
              "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
-             "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, the internalized "
-             "one asking for an earlier lift the plain members now reach (`bank.prune.internalized_needs: lift`). "
+             "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, the "
+             "internalized one asking for an earlier lift the plain members now reach "
+             "(`bank.prune.internalized_needs: lift`). "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
