@@ -259,10 +259,12 @@ def type_table(rows: dict, caption: str) -> list[str]:
 
 
 def main(doc: str = __doc__, configs: list[str] = CONFIGS, name: str = "misleading_advice",
-         make_report: Callable = report, make_markdown: Callable = markdown) -> None:
+         make_report: Callable = report, make_markdown: Callable = markdown,
+         make_figures: Callable | None = None) -> None:
     """The command line of a script that reads sweep rows beside GRPO (this one's, and
-    ``planted_entries.py``'s with its own report and table): ``--seed``, ``--config``, ``--reference-runs``,
-    ``--name``; writes benchmarks/results/<name>.{json,md}."""
+    ``planted_entries.py``'s with its own report, table and figure): ``--seed``, ``--config``,
+    ``--reference-runs``, ``--name``; writes benchmarks/results/<name>.{json,md} and, with ``make_figures``
+    (called with the result, the folder and the name), its figures."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--seed", type=int, action="append", required=True)
     parser.add_argument("--config", action="append", help=f"configurations, GRPO first (default {' '.join(configs)})")
@@ -278,6 +280,8 @@ def main(doc: str = __doc__, configs: list[str] = CONFIGS, name: str = "misleadi
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"{args.name}.json").write_text(json.dumps(result, indent=2) + "\n")
     (OUT / f"{args.name}.md").write_text(make_markdown(result))
+    if make_figures is not None:
+        make_figures(result, OUT, args.name)
     print(make_markdown(result))
 
 

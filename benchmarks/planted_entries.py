@@ -128,6 +128,37 @@ def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
     return out
 
 
+def still_active(fates_by_seed: dict[int, dict[str, dict]]) -> list[float]:
+    """The share of the planted entries, pooled over seeds, still active after 0, 1, ... rounds of training:
+    1.0 before round 0, then after each round's update (an entry that left in round k's snapshot is gone
+    after k + 1 rounds)."""
+    fates = [f for by_id in fates_by_seed.values() for f in by_id.values()]
+    rounds = max(len(f["groups"]) for f in fates)
+    return [sum(f["left_round"] is None or f["left_round"] >= done for f in fates) / len(fates)
+            for done in range(rounds + 1)]
+
+
+def survival_figure(result: dict, folder: Path, name: str) -> list[Path]:
+    """One line per planted configuration: the share of its planted entries still in the active set."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    for c, r in result["configs"].items():
+        if "still_active" in r:
+            ax.plot(range(len(r["still_active"])), r["still_active"], "o-", label=c)
+    ax.set(xlabel="rounds of training done", ylabel="planted entries still active", ylim=(0, 1.05),
+           title=f"planted entries in the bank (seeds {result['seeds'][0]}-{result['seeds'][-1]})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = folder / f"{name}_still_active.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return [path]
+
+
 def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
     runs = {c: sweep.runs_of(c, seeds, reference_runs) for c in configs}
     out: dict = {"seeds": seeds, "machine": describe_machine(), "configs": {}}
@@ -144,6 +175,7 @@ def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
             fates = {s: entry_fates(f) for s, f in zip(seeds, folders, strict=True)}
             row["fates"] = {str(s): fates[s] for s in seeds}
             row["fate_summary"] = fate_summary(fates)
+            row["still_active"] = still_active(fates)
         row["against"] = {other: misleading.compare(runs[c], runs[other], seeds)
                           for other in configs[:configs.index(c)]}
         out["configs"][c] = row
@@ -173,7 +205,9 @@ def markdown(result: dict) -> str:
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
              f"Machine: {result['machine']}.", ""]
     lines += misleading.finals_table(rows, "with_bank", "with its bank")
+    name = result.get("name", "planted_entries")
     lines += ["", "## What became of each planted entry", "",
+              f"![planted entries still active, round by round]({name}_still_active.png)", "",
               "Over seeds: in how many the entry left the active set, why, and the median round it left (rounds "
               "0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
               "shown it (all rounds) and their Delta, advised − plain success, with the share of groups where it "
@@ -201,4 +235,4 @@ def markdown(result: dict) -> str:
 
 
 if __name__ == "__main__":
-    misleading.main(__doc__, CONFIGS, "planted_entries", report, markdown)
+    misleading.main(__doc__, CONFIGS, "planted_entries", report, markdown, survival_figure)

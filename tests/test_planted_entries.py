@@ -46,6 +46,11 @@ def test_an_entry_pruned_once_used_leaves_in_the_round_of_its_first_groups(scrip
     summary = script.fate_summary({3: fates})
     assert sum(s["left"] for s in summary.values()) == len(shown)
     assert all(s["reasons"] == ({"not_helping": 1} if s["left"] else {}) for s in summary.values())
+    # After k rounds, the entries first shown in an earlier round are gone.
+    first_shown = [next((k for k, n in enumerate(f["groups"]) if n), None) for f in fates.values()]
+    assert script.still_active({3: fates}) == [sum(k is None or k >= done for k in first_shown) / 3
+                                               for done in range(4)]
+    assert script.still_active({3: fates})[-1] == 1 - len(shown) / 3
 
 
 def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, tmp_path):
@@ -54,3 +59,7 @@ def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, t
     assert all(f["left_round"] is None for f in fates.values())
     assert not any(f["own_entry_at_end"] for f in fates.values())  # the planted entry covers its signature
     assert sum(sum(f["groups"]) for f in fates.values()) == sum(f["uses"] for f in fates.values())
+    assert script.still_active({0: fates, 1: fates}) == [1.0] * 4
+    result = {"seeds": [0, 1], "configs": {"grpo": {}, "e27": {"still_active": [1.0, 1.0, 0.5, 0.5]}}}
+    (figure,) = script.survival_figure(result, tmp_path, "planted")
+    assert figure == tmp_path / "planted_still_active.png" and figure.read_bytes()[:4] == b"\x89PNG"
