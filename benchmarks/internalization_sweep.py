@@ -295,6 +295,11 @@ CONFIGS = {
     "e34": ("e31 with e33's pruning (the four rules, internalized_needs = lift) and nothing planted: what those "
             "rules cost a bank that has no false entry",
             [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift"]),
+    "e35": ("e30 with the internalized rule asking for a lift (bank.prune.internalized_needs = lift): under the spec's "
+            "collection e30 removed every planted entry, 6 of the 30 as internalized although they never helped; "
+            "are the reasons then right, and does the not-helping rule still remove them as soon?",
+            [*e26_without("bank.prune.rules", "bank.condition_when", "bank.advantage_baseline"),
+             "bank.prune.internalized_needs=lift", "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

@@ -18,7 +18,8 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
   against the other half (``bank.decided_by: half_plain``), so that it can be negative.
 - e33 / e34: e32 / e31 with the spec's four pruning rules, the internalized rule asking for an earlier
   lift the plain members now reach (``bank.prune.internalized_needs: lift``): the not-helping rule reads
-  half_plain's Delta, and groups that all fail no longer read as internalized.
+  half_plain's Delta, and groups that all fail no longer read as internalized;
+- e35: e30 with that internalized rule.
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -31,7 +32,7 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
 - the final success by task type.
 
     .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
-        --only e31 --only e32 --only e33 --only e34 --seed 0 ... --seed 9
+        --only e31 --only e32 --only e33 --only e34 --only e35 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -54,7 +55,7 @@ from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -199,7 +200,7 @@ def markdown(result: dict) -> str:
              "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
              "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, the "
              "internalized one asking for an earlier lift the plain members now reach "
-             "(`bank.prune.internalized_needs: lift`). "
+             "(`bank.prune.internalized_needs: lift`), e35 e30 with that rule. "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
