@@ -286,20 +286,14 @@ CONFIGS = {
     "e32": ("e27 (the false steps planted) with Delta measured against unselected plain members "
             "(bank.decided_by = half_plain): does the credit then see the planted step mislead?",
             [*E26, "bank.decided_by=half_plain", "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
-    "e33": ("e32 with the spec's four pruning rules, the internalized rule asking for a lift "
-            "(bank.prune.internalized_needs = lift): half_plain's Delta, which can go negative, for the not-helping "
-            "rule to read, and an entry called internalized only where it once lifted its groups and the plain "
-            "members now reach that level",
+    "e33": ("e32 with the spec's four pruning rules: half_plain's Delta, which can go negative, for the not-helping "
+            "rule to read (bank.prune.internalized_needs = lift: an entry leaves as internalized only where it once "
+            "lifted its groups and the plain members now reach that level, else as not helping)",
             [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift",
              "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
-    "e34": ("e31 with e33's pruning (the four rules, internalized_needs = lift) and nothing planted: what those "
-            "rules cost a bank that has no false entry",
+    "e34": ("e31 with e33's pruning (the spec's four rules) and nothing planted: what those rules cost a bank "
+            "that has no false entry",
             [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift"]),
-    "e35": ("e30 with the internalized rule asking for a lift (bank.prune.internalized_needs = lift): under the spec's "
-            "collection e30 removed every planted entry, 6 of the 30 as internalized although they never helped; "
-            "are the reasons then right, and does the not-helping rule still remove them as soon?",
-            [*e26_without("bank.prune.rules", "bank.condition_when", "bank.advantage_baseline"),
-             "bank.prune.internalized_needs=lift", "bank.seed_file=data/seeds/household_false_steps.jsonl"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

@@ -18,8 +18,7 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
   against the other half (``bank.decided_by: half_plain``), so that it can be negative.
 - e33 / e34: e32 / e31 with the spec's four pruning rules, the internalized rule asking for an earlier
   lift the plain members now reach (``bank.prune.internalized_needs: lift``): the not-helping rule reads
-  half_plain's Delta, and groups that all fail no longer read as internalized;
-- e35: e30 with that internalized rule.
+  half_plain's Delta, and an entry that never lifted its groups leaves as not helping, not internalized.
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -32,7 +31,7 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
 - the final success by task type.
 
     .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
-        --only e31 --only e32 --only e33 --only e34 --only e35 --seed 0 ... --seed 9
+        --only e31 --only e32 --only e33 --only e34 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -43,6 +42,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from statistics import fmean, median
 
@@ -50,12 +50,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import internalization_sweep as sweep  # noqa: E402
 import misleading_advice as misleading  # noqa: E402
 
+from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
+from edge.bank.pruning import helped_then_absorbed  # noqa: E402
 from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.config import run_params  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -72,11 +75,16 @@ def entry_fates(folder: Path) -> dict[str, dict]:
     it left the active set and the reason (None if it stayed); its uses and utility when it left or at the
     end; per round, the groups shown it and their Delta (``scores.json``); and whether the bank ended
     with an active entry of its own (template-written) for the same signature: the true step, written once
-    the planted one was gone."""
+    the planted one was gone. An entry pruned as ``internalized`` is checked against the lift that
+    ``bank.prune.internalized_needs: lift`` asks of the label (``lifted``; None for other reasons): the
+    same entries leave either way, so the check says what the runs made under ``credit`` would have read.
+    """
     planted = planted_signatures(folder)
+    rules = replace(prune_rules(run_params(json.loads((folder / "params.json").read_text())).bank),
+                    internalized_needs="lift")
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "bank.parquet").exists())
-    fates = {i: {"task_type": signature.split("|")[0], "left_round": None, "reason": None, "groups": [],
-                 "deltas": []} for i, signature in planted.items()}
+    fates = {i: {"task_type": signature.split("|")[0], "left_round": None, "reason": None, "lifted": None,
+                 "groups": [], "deltas": []} for i, signature in planted.items()}
     last: list[BankEntry] = []
     for k in rounds:
         last = read_snapshot(folder / f"round_{k:03d}" / "bank.parquet")
@@ -91,6 +99,8 @@ def entry_fates(folder: Path) -> dict[str, dict]:
                 fate["uses"], fate["utility"] = entry.uses, entry.utility
                 if entry.status != "active":
                     fate["left_round"], fate["reason"] = k, entry.prune_reason or entry.status
+                    fate["lifted"] = (helped_then_absorbed(entry, rules) if entry.prune_reason == "internalized"
+                                      else None)
     for i, fate in fates.items():
         pattern = planted[i].split("|")[2]
         own = [e for e in last if e.status == "active" and e.id != i and e.task_type == fate["task_type"]
@@ -118,7 +128,8 @@ def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
         deltas = [d for f in rows for d in f["deltas"]]
         reasons: dict[str, int] = {}
         for f in left:
-            reasons[f["reason"]] = reasons.get(f["reason"], 0) + 1
+            reason = f["reason"] + (" without a lift" if f.get("lifted") is False else "")
+            reasons[reason] = reasons.get(reason, 0) + 1
         out[t] = {"seeds": len(rows), "left": len(left), "reasons": reasons,
                   "median_left_round": median(f["left_round"] for f in left) if left else None,
                   "groups_shown": sum(sum(f["groups"]) for f in rows),
@@ -198,9 +209,8 @@ def markdown(result: dict) -> str:
              "rules; e30 is the spec's collection and pruning (every retrieving group split, so Delta can be "
              "negative; e26-e29 show the block only where all plain members failed, so Delta never is); e31 and "
              "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
-             "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, the "
-             "internalized one asking for an earlier lift the plain members now reach "
-             "(`bank.prune.internalized_needs: lift`), e35 e30 with that rule. "
+             "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, labelled "
+             "with `bank.prune.internalized_needs: lift`. "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
@@ -209,7 +219,11 @@ def markdown(result: dict) -> str:
     name = result.get("name", "planted_entries")
     lines += ["", "## What became of each planted entry", "",
               f"![planted entries still active, round by round]({name}_still_active.png)", "",
-              "Over seeds: in how many the entry left the active set, why, and the median round it left (rounds "
+              "Over seeds: in how many the entry left the active set, why (\"internalized without a lift\": the "
+              "spec's label, where the entry's groups never had conditioned success a quarter above plain before "
+              "the window, or the plain members did not reach that level; `internalized_needs: lift` would have "
+              "called it not helping, and the same entry would have left in the same round), and the median round "
+              "it left (rounds "
               "0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
               "shown it (all rounds) and their Delta, advised − plain success, with the share of groups where it "
               "was positive (where the spec distils); in how many seeds the bank ended with its own entry for the "

@@ -153,24 +153,29 @@ def test_bank_prune_rules_reach_the_co_evolution(tmp_path):
 LIFT = replace(RULES, internalized_needs="lift", lift_margin=0.25)
 
 
-@pytest.mark.parametrize("history, spec, lift", [
+@pytest.mark.parametrize("history, lift", [
     # lifted its groups from 20% to 80% in round 2; the plain members now win 80%: absorbed
-    (([0.2, 0.8, 0.8, 0.8], [0.8, 0.8, 0.8, 0.8]), "internalized", "internalized"),
+    (([0.2, 0.8, 0.8, 0.8], [0.8, 0.8, 0.8, 0.8]), "internalized"),
     # advised members won once, then every member of its groups failed: nothing was learnt
-    (([0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]), "internalized", None),
+    (([0.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.0, 0.0]), "not_helping"),
     # never more than 0.1 above plain: no evidence it helped
-    (([0.6, 0.8, 0.8, 0.8], [0.7, 0.8, 0.8, 0.8]), "internalized", None),
+    (([0.6, 0.8, 0.8, 0.8], [0.7, 0.8, 0.8, 0.8]), "not_helping"),
     # lifted to 80% once, the plain members win 40% now, as do the advised ones: not where the advice took them
-    (([0.2, 0.4, 0.4, 0.4], [0.8, 0.4, 0.4, 0.4]), "internalized", None),
+    (([0.2, 0.4, 0.4, 0.4], [0.8, 0.4, 0.4, 0.4]), "not_helping"),
     # caught up, but no credited round before the window to show a lift
-    (([0.8, 0.8, 0.8], [0.8, 0.8, 0.8]), "internalized", None),
+    (([0.8, 0.8, 0.8], [0.8, 0.8, 0.8]), "not_helping"),
 ])
-def test_internalized_needs_lift_asks_for_an_earlier_lift_the_plain_members_reach(history, spec, lift):
+def test_internalized_needs_lift_relabels_what_never_lifted_its_groups(history, lift):
     plain, cond = history
     case = entry(history_rounds=list(range(len(plain))), history_success_plain=plain,
                  history_success_conditioned=cond, uses=8)
-    assert prune_decisions([case], round_index=5, rules=RULES).get("g1") == spec
-    assert prune_decisions([case], round_index=5, rules=LIFT).get("g1") == lift
+    # The spec's label: every one of these caught up, so it reads internalized.
+    assert prune_decisions([case], round_index=5, rules=RULES) == {"g1": "internalized"}
+    # The same entry leaves in the same round; only the reason needs the lift.
+    assert prune_decisions([case], round_index=5, rules=LIFT) == {"g1": lift}
+    # With the not-helping rule off, an entry that never lifted its groups stays.
+    without = replace(LIFT, enabled=frozenset({"internalized", "stale", "size_cap"}))
+    assert prune_decisions([case], round_index=5, rules=without) == ({"g1": lift} if lift == "internalized" else {})
 
 
 def test_internalized_needs_reaches_the_co_evolution(tmp_path):
@@ -181,13 +186,15 @@ def test_internalized_needs_reaches_the_co_evolution(tmp_path):
 
     with pytest.raises(ValueError, match="internalized_needs"):
         EdgeParams.model_validate({"bank": {"prune": {"internalized_needs": "lifted"}}})
+    assert EdgeParams().bank.prune.internalized_needs == "credit"
     both_failing = entry(history_rounds=[2, 3, 4, 5], history_success_plain=[0.0] * 4,
                          history_success_conditioned=[0.5, 0.0, 0.0, 0.0], utility=0.05, uses=8)
-    for needs, expected in (("credit", [("g1", "internalized")]), ("lift", [])):
+    for needs, reason in (("credit", "internalized"), ("lift", "not_helping")):
         bank = ExperienceBank.open(tmp_path / needs, HashEmbedder())
         bank.add([both_failing])
         params = EdgeParams.model_validate({"bank": {"embedder": "hash", "prune": {"internalized_needs": needs}}})
-        assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, params.bank)] == expected
+        assert [(p["id"], p["reason"]) for p in prune_entries(bank, 6, params.bank)] == [("g1", reason)]
+        assert bank.get("g1").prune_reason == reason
 
 
 def test_size_cap_evicts_lowest_utility():

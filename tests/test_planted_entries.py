@@ -46,6 +46,7 @@ def test_an_entry_pruned_once_used_leaves_in_the_round_of_its_first_groups(scrip
     summary = script.fate_summary({3: fates})
     assert sum(s["left"] for s in summary.values()) == len(shown)
     assert all(s["reasons"] == ({"not_helping": 1} if s["left"] else {}) for s in summary.values())
+    assert all(f["lifted"] is None for f in fates.values())  # only an internalized label is checked for a lift
     # After k rounds, the entries first shown in an earlier round are gone.
     first_shown = [next((k for k, n in enumerate(f["groups"]) if n), None) for f in fates.values()]
     assert script.still_active({3: fates}) == [sum(k is None or k >= done for k in first_shown) / 3
@@ -63,3 +64,13 @@ def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, t
     result = {"seeds": [0, 1], "configs": {"grpo": {}, "e27": {"still_active": [1.0, 1.0, 0.5, 0.5]}}}
     (figure,) = script.survival_figure(result, tmp_path, "planted")
     assert figure == tmp_path / "planted_still_active.png" and figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_an_internalized_label_without_the_lift_is_counted_apart(script):
+    fate = dict(task_type="pick_heat", left_round=3, groups=[1, 1, 1, 1], deltas=[0.0] * 4, uses=4, utility=0.0,
+                own_entry_at_end=False, own_object_entries_at_end=0)
+    fates = {0: {"g1": fate | {"reason": "internalized", "lifted": False}},
+             1: {"g1": fate | {"reason": "internalized", "lifted": True}},
+             2: {"g1": fate | {"reason": "not_helping", "lifted": None}}}
+    assert script.fate_summary(fates)["pick_heat"]["reasons"] == {
+        "internalized without a lift": 1, "internalized": 1, "not_helping": 1}

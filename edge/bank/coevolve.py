@@ -162,12 +162,16 @@ def near_duplicate(bank: ExperienceBank, entry: BankEntry, active: list[BankEntr
     return peers[best] if scores[best] >= threshold else None
 
 
-def prune_entries(bank: ExperienceBank, round_index: int, cfg: BankConfig) -> list[dict]:
+def prune_rules(cfg: BankConfig) -> PruneRules:
+    """The pruning rules of ``bank.prune``."""
     p = cfg.prune
-    rules = PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size, frozenset(p.rules),
-                       p.internalized_needs, p.lift_margin)
+    return PruneRules(p.min_uses, p.min_utility, p.window, p.tolerance, p.stale_rounds, p.max_size, frozenset(p.rules),
+                      p.internalized_needs, p.lift_margin)
+
+
+def prune_entries(bank: ExperienceBank, round_index: int, cfg: BankConfig) -> list[dict]:
     pruned = []
-    for entry_id, reason in prune_decisions(bank.all("active"), round_index, rules).items():
+    for entry_id, reason in prune_decisions(bank.all("active"), round_index, prune_rules(cfg)).items():
         entry = bank.get(entry_id)
         entry.status, entry.prune_reason, entry.status_round = "pruned", reason, round_index
         bank.upsert([entry])

@@ -5,11 +5,11 @@ Nothing is deleted; an entry's status becomes ``pruned`` and ``prune_reason`` sa
 - ``internalized``: the entry once helped (positive credit), and over its last ``window`` credited
   rounds the plain members of its groups succeed as often as the conditioned ones (within
   ``tolerance``): the policy has absorbed it. Checked first, since it also looks like "not helping".
-  With ``internalized_needs="lift"`` both halves ask for more: in a credited round before the window
-  the conditioned members' success stood at least ``lift_margin`` above the plain members' (it
-  helped, not one lucky group), and over the window the plain members succeed about as often as the
-  conditioned ones did then. Groups that all fail, plain and advised alike, then read as nothing
-  learnt rather than as internalized.
+  With ``internalized_needs="lift"`` the same entries leave, but the label asks for evidence: in a
+  credited round before the window the conditioned members' success stood at least ``lift_margin``
+  above the plain members' (it helped, not one lucky group), and over the window the plain members
+  reach that level. An entry that caught up without both (groups that all fail, plain and advised
+  alike, "catch up" at 0%) leaves as ``not_helping`` if that rule is on, and stays if it is off.
 - ``not_helping``: used at least ``min_uses`` times and its utility is at most ``min_utility``.
 - ``stale``: not retrieved for ``stale_rounds`` rounds.
 - ``size_cap``: more than ``max_size`` active entries: the lowest utility go.
@@ -36,7 +36,7 @@ class PruneRules:
     enabled: frozenset[str] = frozenset(RULES)
     """The rules that prune (``bank.prune.rules``); an entry only the others would prune stays."""
     internalized_needs: str = "credit"
-    """What ``internalized`` asks for: ``credit`` (the spec) or ``lift`` (see the module's doc)."""
+    """What the ``internalized`` label asks for: ``credit`` (the spec) or ``lift`` (see the module's doc)."""
     lift_margin: float = 0.25
 
 
@@ -53,13 +53,13 @@ def helped_then_absorbed(entry: BankEntry, rules: PruneRules) -> bool:
     return sum(plain[-w:]) / w >= min(lifts) - rules.tolerance
 
 
-def internalized(entry: BankEntry, rules: PruneRules) -> bool:
+def caught_up(entry: BankEntry, rules: PruneRules) -> bool:
+    """The spec's internalized test: positive credit once, and plain success level with conditioned."""
     if entry.positive_credit <= 0 or len(entry.history_rounds) < rules.window or entry.uses < rules.min_uses:
         return False
     plain = entry.history_success_plain[-rules.window:]
     cond = entry.history_success_conditioned[-rules.window:]
-    caught_up = sum(plain) / len(plain) >= sum(cond) / len(cond) - rules.tolerance
-    return caught_up and (rules.internalized_needs == "credit" or helped_then_absorbed(entry, rules))
+    return sum(plain) / len(plain) >= sum(cond) / len(cond) - rules.tolerance
 
 
 def not_helping(entry: BankEntry, rules: PruneRules) -> bool:
@@ -75,12 +75,18 @@ def prune_decisions(active: list[BankEntry], round_index: int, rules: PruneRules
     reasons: dict[str, str] = {}
     on = rules.enabled
     for entry in active:
-        if "internalized" in on and internalized(entry, rules):
-            reasons[entry.id] = "internalized"
-        elif "not_helping" in on and not_helping(entry, rules):
-            reasons[entry.id] = "not_helping"
-        elif "stale" in on and stale(entry, round_index, rules):
-            reasons[entry.id] = "stale"
+        reason = None
+        if "internalized" in on and caught_up(entry, rules):
+            if rules.internalized_needs == "credit" or helped_then_absorbed(entry, rules):
+                reason = "internalized"
+            elif "not_helping" in on:
+                reason = "not_helping"  # no better than plain over the window, and never shown to help
+        if reason is None and "not_helping" in on and not_helping(entry, rules):
+            reason = "not_helping"
+        if reason is None and "stale" in on and stale(entry, round_index, rules):
+            reason = "stale"
+        if reason is not None:
+            reasons[entry.id] = reason
     survivors = [e for e in active if e.id not in reasons]
     if "size_cap" in on and len(survivors) > rules.max_size:
         # Lowest utility first; among equals the older entry goes (ids grow with time).
