@@ -221,7 +221,8 @@ class PruneConfig(_Section):
     """internalized: credited rounds over which plain success must have caught up."""
     tolerance: float = Field(0.05, ge=0)
     internalized_needs: Literal["credit", "lift"] = "credit"
-    """What the internalized rule's label asks for; the same entries leave in the same round either way.
+    """What the internalized rule's label asks for; with the not-helping rule on (the default), the same
+    entries leave in the same round either way.
     ``credit`` (the spec): positive credit once, and over the window the groups' plain members succeed as
     often as the conditioned ones. That also holds where neither succeeds: of 30 false entries planted under
     ``bank.condition_when: plain_failed`` (row e28, whose deciding plain members fail by selection) five
@@ -229,7 +230,7 @@ class PruneConfig(_Section):
     members but never shown to lift them (benchmarks/results/planted_entries.md). ``lift``: the label needs
     a credited round before the window whose conditioned success stood at least ``lift_margin`` above the
     plain one, a level the plain members reach over the window; an entry that caught up without that
-    leaves as ``not_helping`` (and stays if that rule is off)."""
+    leaves as ``not_helping`` (with that rule off, only ``stale`` or the size cap can remove it)."""
     lift_margin: float = Field(0.25, gt=0, le=1)
     """``internalized_needs: lift``: the gap in success, conditioned over plain, that shows the entry helped."""
     stale_rounds: int = Field(6, ge=1)

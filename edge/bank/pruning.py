@@ -5,12 +5,14 @@ Nothing is deleted; an entry's status becomes ``pruned`` and ``prune_reason`` sa
 - ``internalized``: the entry once helped (positive credit), and over its last ``window`` credited
   rounds the plain members of its groups succeed as often as the conditioned ones (within
   ``tolerance``): the policy has absorbed it. Checked first, since it also looks like "not helping".
-  With ``internalized_needs="lift"`` the same entries leave, but the label asks for evidence: in a
-  credited round before the window the conditioned members' success stood at least ``lift_margin``
-  above the plain members' (it helped, not one lucky group), and over the window the plain members
-  reach that level. An entry that caught up without both (groups that all fail, plain and advised
-  alike, "catch up" at 0%) leaves as ``not_helping`` if that rule is on, and stays if it is off.
-- ``not_helping``: used at least ``min_uses`` times and its utility is at most ``min_utility``.
+  With ``internalized_needs="lift"`` the label asks for evidence: in a credited round before the
+  window the conditioned members' success stood at least ``lift_margin`` above the plain members' (it
+  helped, not one lucky group), and over the window the plain members reach that level. An entry that
+  caught up without both (groups that all fail, plain and advised alike, "catch up" at 0%) leaves as
+  ``not_helping`` in the same round when that rule is on; when it is off, only ``stale`` or the size cap
+  can remove it.
+- ``not_helping``: used at least ``min_uses`` times and its utility is at most ``min_utility`` (and, under
+  ``internalized_needs="lift"``, the caught-up entries above that never showed a lift).
 - ``stale``: not retrieved for ``stale_rounds`` rounds.
 - ``size_cap``: more than ``max_size`` active entries: the lowest utility go.
 """
@@ -45,7 +47,9 @@ def helped_then_absorbed(entry: BankEntry, rules: PruneRules) -> bool:
     the plain members reach over the last ``window`` credited rounds."""
     w = rules.window
     plain, cond = entry.history_success_plain, entry.history_success_conditioned
-    earlier = [(c - p, c) for p, c in zip(plain[:-w], cond[:-w])]
+    # Rounded: success fractions of four members make gaps like 0.75 - 0.5 that float arithmetic puts a hair
+    # under an exact margin of 0.25.
+    earlier = [(round(c - p, 9), c) for p, c in zip(plain[:-w], cond[:-w])]
     lifts = [c for gap, c in earlier if gap >= rules.lift_margin]
     if not lifts:
         return False
@@ -77,7 +81,7 @@ def prune_decisions(active: list[BankEntry], round_index: int, rules: PruneRules
     for entry in active:
         reason = None
         if "internalized" in on and caught_up(entry, rules):
-            if rules.internalized_needs == "credit" or helped_then_absorbed(entry, rules):
+            if rules.internalized_needs != "lift" or helped_then_absorbed(entry, rules):
                 reason = "internalized"
             elif "not_helping" in on:
                 reason = "not_helping"  # no better than plain over the window, and never shown to help
