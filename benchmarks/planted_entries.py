@@ -52,7 +52,7 @@ import misleading_advice as misleading  # noqa: E402
 
 from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
-from edge.bank.pruning import helped_then_absorbed  # noqa: E402
+from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
 from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.config import run_params  # noqa: E402
@@ -70,6 +70,18 @@ def planted_signatures(folder: Path) -> dict[str, str]:
     return {e["id"]: e["signature"] for e in record["entries"]}
 
 
+def lift_evidence(entry: BankEntry, own_rules: PruneRules, lift_rules: PruneRules) -> bool | None:
+    """For an entry pruned as ``internalized``: did it show the lift ``internalized_needs: lift`` asks of that
+    label? For one pruned as ``not_helping`` under ``lift`` with a utility the not-helping test passes over:
+    False (it left as a caught-up entry that never lifted its groups). None otherwise."""
+    if entry.prune_reason == "internalized":
+        return helped_then_absorbed(entry, lift_rules)
+    if (entry.prune_reason == "not_helping" and own_rules.internalized_needs == "lift"
+            and not not_helping(entry, own_rules) and caught_up(entry, own_rules)):
+        return False
+    return None
+
+
 def entry_fates(folder: Path) -> dict[str, dict]:
     """Per planted entry of one run: its status after each round (``round_<k>/bank.parquet``); the round
     it left the active set and the reason (None if it stayed); its uses and utility when it left or at the
@@ -80,8 +92,8 @@ def entry_fates(folder: Path) -> dict[str, dict]:
     same entries leave either way, so the check says what the runs made under ``credit`` would have read.
     """
     planted = planted_signatures(folder)
-    rules = replace(prune_rules(run_params(json.loads((folder / "params.json").read_text())).bank),
-                    internalized_needs="lift")
+    own_rules = prune_rules(run_params(json.loads((folder / "params.json").read_text())).bank)
+    lift_rules = replace(own_rules, internalized_needs="lift")
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "bank.parquet").exists())
     fates = {i: {"task_type": signature.split("|")[0], "left_round": None, "reason": None, "lifted": None,
                  "groups": [], "deltas": []} for i, signature in planted.items()}
@@ -99,8 +111,7 @@ def entry_fates(folder: Path) -> dict[str, dict]:
                 fate["uses"], fate["utility"] = entry.uses, entry.utility
                 if entry.status != "active":
                     fate["left_round"], fate["reason"] = k, entry.prune_reason or entry.status
-                    fate["lifted"] = (helped_then_absorbed(entry, rules) if entry.prune_reason == "internalized"
-                                      else None)
+                    fate["lifted"] = lift_evidence(entry, own_rules, lift_rules)
     for i, fate in fates.items():
         pattern = planted[i].split("|")[2]
         own = [e for e in last if e.status == "active" and e.id != i and e.task_type == fate["task_type"]
@@ -128,7 +139,9 @@ def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
         deltas = [d for f in rows for d in f["deltas"]]
         reasons: dict[str, int] = {}
         for f in left:
-            reason = f["reason"] + (" without a lift" if f.get("lifted") is False else "")
+            reason = f["reason"]
+            if f.get("lifted") is False:
+                reason = {"internalized": "internalized without a lift"}.get(reason, f"{reason}: level, no lift")
             reasons[reason] = reasons.get(reason, 0) + 1
         out[t] = {"seeds": len(rows), "left": len(left), "reasons": reasons,
                   "median_left_round": median(f["left_round"] for f in left) if left else None,
@@ -145,6 +158,8 @@ def still_active(fates_by_seed: dict[int, dict[str, dict]]) -> list[float]:
     1.0 before round 0, then after each round's update (an entry that left in round k's snapshot is gone
     after k + 1 rounds)."""
     fates = [f for by_id in fates_by_seed.values() for f in by_id.values()]
+    if not fates:
+        return []
     rounds = max(len(f["groups"]) for f in fates)
     return [sum(f["left_round"] is None or f["left_round"] >= done for f in fates) / len(fates)
             for done in range(rounds + 1)]
@@ -162,7 +177,7 @@ def survival_figure(result: dict, folder: Path, name: str) -> list[Path]:
         if "still_active" in r:
             ax.plot(range(len(r["still_active"])), r["still_active"], "o-", label=c)
     ax.set(xlabel="rounds of training done", ylabel="planted entries still active", ylim=(0, 1.05),
-           title=f"planted entries in the bank (seeds {result['seeds'][0]}-{result['seeds'][-1]})")
+           title=f"planted entries in the bank (seeds {', '.join(map(str, result['seeds']))})")
     ax.legend(fontsize=8)
     fig.tight_layout()
     path = folder / f"{name}_still_active.png"
@@ -220,11 +235,12 @@ def markdown(result: dict) -> str:
     lines += ["", "## What became of each planted entry", "",
               f"![planted entries still active, round by round]({name}_still_active.png)", "",
               "Over seeds: in how many the entry left the active set, why (\"internalized without a lift\": the "
-              "spec's label, where the entry's groups never had conditioned success a quarter above plain before "
-              "the window, or the plain members did not reach that level; `internalized_needs: lift` would have "
-              "called it not helping, and the same entry would have left in the same round), and the median round "
-              "it left (rounds "
-              "0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
+              "spec's label, where the entry's groups never had conditioned success `bank.prune.lift_margin` "
+              "above plain before the window, or the plain members did not reach that level; "
+              "`internalized_needs: lift` would have called it not helping, and with the not-helping rule on, as "
+              "in every row here, it would have left in the same round; \"not_helping: level, no lift\": such an "
+              "entry under `lift`, whose utility alone would not have removed it), and the median round it left "
+              "(rounds 0-7; an entry pruned after round k's update is shown from round k + 1 on); the training groups "
               "shown it (all rounds) and their Delta, advised − plain success, with the share of groups where it "
               "was positive (where the spec distils); in how many seeds the bank ended with its own entry for the "
               "type's step (written once the planted entry was gone: until then it covers the signature), and how "

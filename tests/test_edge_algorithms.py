@@ -178,6 +178,49 @@ def test_internalized_needs_lift_relabels_what_never_lifted_its_groups(history, 
     assert prune_decisions([case], round_index=5, rules=without) == ({"g1": lift} if lift == "internalized" else {})
 
 
+@pytest.mark.parametrize("history, lift", [
+    # lifted to 80% and to 50% before the window; the plain members reach the lesser level: absorbed
+    (([0.0, 0.0, 0.5, 0.5, 0.5], [0.8, 0.5, 0.5, 0.5, 0.5]), "internalized"),
+    # the only lift (20% -> 50%) is inside the window: no evidence from before it
+    (([0.5, 0.2, 0.65, 0.65], [0.5, 0.5, 0.5, 0.5]), "not_helping"),
+    # a lift of exactly the margin counts (0.75 - 0.5 is a hair under 0.25 in floats)
+    (([0.5, 0.75, 0.75, 0.75], [0.75, 0.75, 0.75, 0.75]), "internalized"),
+])
+def test_the_lift_is_the_least_lifted_level_from_before_the_window(history, lift):
+    plain, cond = history
+    case = entry(history_rounds=list(range(len(plain))), history_success_plain=plain,
+                 history_success_conditioned=cond, uses=8)
+    assert prune_decisions([case], round_index=5, rules=LIFT) == {"g1": lift}
+
+
+def test_with_not_helping_off_an_entry_that_never_lifted_its_groups_can_still_go_stale():
+    never_lifted = entry(history_rounds=[0, 1, 2, 3], history_success_plain=[0.0] * 4,
+                         history_success_conditioned=[0.5, 0.0, 0.0, 0.0], uses=8, last_used_round=-1)
+    without = replace(LIFT, enabled=frozenset({"internalized", "stale", "size_cap"}))
+    assert prune_decisions([never_lifted], round_index=6, rules=without) == {"g1": "stale"}
+
+
+def test_lift_prunes_the_same_entries_in_the_same_round_as_credit():
+    import random
+
+    rng, relabelled = random.Random(0), 0
+    for _ in range(300):
+        bank = []
+        for i in range(rng.randint(1, 8)):
+            n = rng.randint(0, 6)
+            bank.append(entry(id=f"g{i}", uses=rng.randint(0, 10), utility=rng.uniform(-0.3, 0.3),
+                              positive_credit=rng.choice([0.0, 0.5]), last_used_round=rng.randint(-1, 6),
+                              history_rounds=list(range(n)),
+                              history_success_plain=[rng.choice([0, 0.25, 0.5, 0.75, 1]) for _ in range(n)],
+                              history_success_conditioned=[rng.choice([0, 0.25, 0.5, 0.75, 1]) for _ in range(n)]))
+        spec = replace(RULES, max_size=rng.randint(1, 8))
+        credit, lift = (prune_decisions(bank, 7, replace(spec, internalized_needs=n)) for n in ("credit", "lift"))
+        assert credit.keys() == lift.keys()
+        assert all(lift[i] == r or (r, lift[i]) == ("internalized", "not_helping") for i, r in credit.items())
+        relabelled += sum(lift[i] != r for i, r in credit.items())
+    assert relabelled > 0  # the banks drawn do exercise the relabelling
+
+
 def test_internalized_needs_reaches_the_co_evolution(tmp_path):
     from edge.bank.coevolve import prune_entries
     from edge.bank.embedder import HashEmbedder

@@ -151,7 +151,7 @@ def test_every_rows_overrides_make_a_valid_configuration(sweep):
     """A misspelt field or a refused combination in a row fails here, not minutes into a sweep."""
     from edge.config import load_params, with_overrides
 
-    params = load_params("params.yaml")
+    params = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
     for name, (_, overrides) in sweep.CONFIGS.items():
         try:
             with_overrides(params, overrides)

@@ -71,6 +71,30 @@ def test_an_internalized_label_without_the_lift_is_counted_apart(script):
                 own_entry_at_end=False, own_object_entries_at_end=0)
     fates = {0: {"g1": fate | {"reason": "internalized", "lifted": False}},
              1: {"g1": fate | {"reason": "internalized", "lifted": True}},
-             2: {"g1": fate | {"reason": "not_helping", "lifted": None}}}
+             2: {"g1": fate | {"reason": "not_helping", "lifted": None}},
+             3: {"g1": fate | {"reason": "not_helping", "lifted": False}}}
     assert script.fate_summary(fates)["pick_heat"]["reasons"] == {
-        "internalized without a lift": 1, "internalized": 1, "not_helping": 1}
+        "internalized without a lift": 1, "internalized": 1, "not_helping": 1, "not_helping: level, no lift": 1}
+    assert script.still_active({}) == []
+
+
+def test_lift_evidence_reads_the_label_the_run_gave(script):
+    from dataclasses import replace
+
+    from edge.bank.entry import BankEntry
+    from edge.bank.pruning import PruneRules
+
+    credit = PruneRules()
+    lift = replace(credit, internalized_needs="lift")
+    never_lifted = BankEntry(id="g1", text="t", kind="try", task_type="t", signature="t|x|y", uses=8,
+                             utility=0.1, positive_credit=0.5, history_rounds=[0, 1, 2, 3],
+                             history_success_plain=[0.0] * 4, history_success_conditioned=[0.5, 0.0, 0.0, 0.0],
+                             status="pruned", prune_reason="internalized")
+    assert script.lift_evidence(never_lifted, credit, lift) is False
+    relabelled = replace(never_lifted, prune_reason="not_helping")
+    assert script.lift_evidence(relabelled, lift, lift) is False  # utility 0.1 > 0: only the relabel removes it
+    assert script.lift_evidence(relabelled, credit, lift) is None  # under credit, not_helping is the utility test
+    assert script.lift_evidence(replace(relabelled, utility=-0.1), lift, lift) is None
+    absorbed = replace(never_lifted, history_success_plain=[0.0, 0.5, 0.5, 0.5],
+                       history_success_conditioned=[0.5, 0.5, 0.5, 0.5])
+    assert script.lift_evidence(absorbed, credit, lift) is True
