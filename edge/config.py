@@ -226,8 +226,8 @@ class PruneConfig(_Section):
     ``credit`` (the spec): positive credit once, and over the window the groups' plain members succeed as
     often as the conditioned ones. That also holds where neither succeeds: of 30 false entries planted under
     ``bank.condition_when: plain_failed`` (row e28, whose deciding plain members fail by selection) five
-    left as "internalized" at 0% against 0%; under the spec's collection (e30) six of 30, level with plain
-    members but never shown to lift them (benchmarks/results/planted_entries.md). ``lift``: the label needs
+    left as "internalized" at 0% against 0%; under the spec's collection (e30) six of 30, none after a lift
+    its plain members then reached (benchmarks/results/planted_entries.md). ``lift``: the label needs
     a credited round before the window whose conditioned success stood at least ``lift_margin`` above the
     plain one, a level the plain members reach over the window; an entry that caught up without that
     leaves as ``not_helping`` (with that rule off, only ``stale`` or the size cap can remove it)."""
