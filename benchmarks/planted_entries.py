@@ -141,7 +141,7 @@ def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
         for f in left:
             reason = f["reason"]
             if f.get("lifted") is False:
-                reason = {"internalized": "internalized without a lift"}.get(reason, f"{reason}: level, no lift")
+                reason = "internalized without a lift" if reason == "internalized" else f"{reason}: level, no lift"
             reasons[reason] = reasons.get(reason, 0) + 1
         out[t] = {"seeds": len(rows), "left": len(left), "reasons": reasons,
                   "median_left_round": median(f["left_round"] for f in left) if left else None,
