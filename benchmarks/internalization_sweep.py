@@ -294,6 +294,9 @@ CONFIGS = {
     "e34": ("e31 with e33's pruning (the spec's four rules) and nothing planted: what those rules cost a bank "
             "that has no false entry",
             [*e26_without("bank.prune.rules"), "bank.decided_by=half_plain", "bank.prune.internalized_needs=lift"]),
+    "e35": ("e30 with nothing planted: the spec's collection and pruning on a clean bank, e30's own control "
+            "(what planting costs there, and the spec's learned bank at ten seeds)",
+            [*e26_without("bank.prune.rules", "bank.condition_when", "bank.advantage_baseline")]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
