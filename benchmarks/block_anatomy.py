@@ -39,13 +39,13 @@ from edge.benchmarking.block_anatomy import completed, oracle_with_bank_stage, s
 from edge.benchmarking.entry_probe import retrieved_entries
 from edge.benchmarking.machine import describe_machine
 from edge.benchmarking.stats import t_interval_mean
-from edge.config import run_params
 from edge.envs.registry import knowledge
 from edge.evaluate import evaluate
 from edge.guidance import experience_block, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy
 from edge.rollout import Experience
+from edge.runs import read_run_params
 from edge.train import Run
 
 CONDITIONS = ("plain", "oracle", "bank", "completed", "oracle_bank_find", "oracle_bank_steps")
@@ -62,7 +62,7 @@ GAPS = {  # name: (minuend, subtrahend, what it measures)
 def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tasks: int, split: str,
             sample_seed: int) -> dict:
     edge_run = edge_runs / f"{env}-edge-s{seed}"
-    params = run_params(json.loads((edge_run / "params.json").read_text()))
+    params = read_run_params(edge_run)
     run = Run(params, edge_run)  # read where it is now (Run.open would compare the folder it was made in)
     last = params.train.rounds - 1
     stage = knowledge(env).guidance_stage
@@ -103,7 +103,7 @@ def anatomy(runs: Path, edge_runs: Path, bases: Path, env: str, seed: int, n_tas
 def coverage(edge_runs: Path, env: str, seed: int, n_tasks: int, split: str) -> dict:
     """Retrieval only (no policy): how many retrieving blocks lack a stage, and why."""
     edge_run = edge_runs / f"{env}-edge-s{seed}"
-    params = run_params(json.loads((edge_run / "params.json").read_text()))
+    params = read_run_params(edge_run)
     run = Run(params, edge_run)
     return stage_coverage(run.bank(), run.eval_tasks(split)[:n_tasks], params.bank, knowledge(env))
 

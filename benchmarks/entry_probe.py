@@ -30,13 +30,13 @@ from advice_probe import base_folder  # this folder's advice probe: where a seed
 
 from edge.benchmarking.entry_probe import entry_effects, entry_labels, retrieved_entries
 from edge.benchmarking.machine import describe_machine
-from edge.config import run_params
 from edge.envs.registry import knowledge
 from edge.evaluate import evaluate
 from edge.guidance import has_oracle, true_advice
 from edge.policy.actor import Actor
 from edge.policy.model import load_policy
 from edge.rollout import Experience
+from edge.runs import read_run_params
 from edge.train import Run
 
 STAGES = {0: "find the object", 1: "transform / lamp", 2: "second object", 3: "generic"}
@@ -45,9 +45,7 @@ STAGES = {0: "find the object", 1: "transform / lamp", 2: "second object", 3: "g
 def probe_run(edge_run: Path, bases: Path, env: str, seed: int, n_tasks: int, split: str,
               sample_seeds: list[int]) -> dict:
     """Per policy (warm start, final), every retrieved entry's effect; per stage, the pooled totals."""
-    if not (edge_run / "params.json").exists():
-        raise FileNotFoundError(f"{edge_run}: not an EDGE run folder (no params.json)")
-    params = run_params(json.loads((edge_run / "params.json").read_text()))
+    params = read_run_params(edge_run)
     run = Run(params, edge_run)  # read where it is now (Run.open would compare the folder it was made in)
     last = params.train.rounds - 1
     checkpoint = edge_run / f"round_{last:03d}" / "checkpoint"

@@ -38,7 +38,8 @@ import internalization_sweep as sweep  # noqa: E402
 
 from edge.benchmarking.learning import paired_difference, read_run, run_name  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
-from edge.config import EdgeParams, ignored_settings, run_params  # noqa: E402
+from edge.config import EdgeParams, ignored_settings  # noqa: E402
+from edge.runs import read_run_params  # noqa: E402
 from edge.tracking import flatten  # noqa: E402
 
 REFERENCE_RUNS = Path("benchmarks/runs")
@@ -52,8 +53,8 @@ intermediate evaluations' size (none are made: the runs evaluate after the last 
 
 
 def recorded(run: Path) -> EdgeParams:
-    """A run's recorded settings, with the fields added since it was written at their defaults (``run_params``)."""
-    return run_params(json.loads((run / "params.json").read_text()))
+    """A run's recorded settings, with the fields added since it was written at their defaults (``read_run_params``)."""
+    return read_run_params(run)
 
 
 def check_only_the_rate_differs(run: Path, ours: EdgeParams, reference: Path, theirs: EdgeParams) -> None:

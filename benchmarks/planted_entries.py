@@ -55,8 +55,8 @@ from edge.bank.entry import BankEntry  # noqa: E402
 from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
 from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
-from edge.config import run_params  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
+from edge.runs import read_run_params  # noqa: E402
 
 CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34"]
 """GRPO, e26 (nothing planted), then the planted rows."""
@@ -92,7 +92,7 @@ def entry_fates(folder: Path) -> dict[str, dict]:
     same entries leave either way, so the check says what the runs made under ``credit`` would have read.
     """
     planted = planted_signatures(folder)
-    own_rules = prune_rules(run_params(json.loads((folder / "params.json").read_text())).bank)
+    own_rules = prune_rules(read_run_params(folder).bank)
     lift_rules = replace(own_rules, internalized_needs="lift")
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "bank.parquet").exists())
     fates = {i: {"task_type": signature.split("|")[0], "left_round": None, "reason": None, "lifted": None,

@@ -58,12 +58,12 @@ from internalization_sweep import BASES, GRPO, OUT, run_folder  # noqa: E402
 
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.benchmarking.stats import t_interval_mean  # noqa: E402
-from edge.config import run_params  # noqa: E402
 from edge.envs.household.world import OBJECT_KINDS, TOOL_FOR, kind_of  # noqa: E402
 from edge.guidance import experience_block, true_advice  # noqa: E402
 from edge.policy.actor import Actor  # noqa: E402
 from edge.policy.model import load_policy  # noqa: E402
 from edge.rollout import Trajectory, read_rollouts  # noqa: E402
+from edge.runs import read_run_params  # noqa: E402
 
 REFERENCE_RUNS = Path("benchmarks/runs")
 """Where GRPO's runs are (the sweep's default)."""
@@ -262,7 +262,7 @@ def probe_seed(config: str, seed: int, rounds: list[int], limit: int, stage: Sta
     """Every policy of one seed on the same states of ``stage``: the warm start, then GRPO's and the
     configuration's checkpoints after ``rounds``, each plain and with the oracle's advice."""
     runs = {name: run_folder(name, seed, REFERENCE_RUNS) for name in (GRPO, config)}
-    params = run_params(json.loads((runs[config] / "params.json").read_text()))
+    params = read_run_params(runs[config])
     last = params.train.rounds - 1
     trajectories = [t for folder in runs.values() for k in (last - 1, last)
                     for t in read_rollouts(folder / f"round_{k:03d}" / "rollouts.parquet")]
@@ -350,7 +350,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     folder = run_folder(args.config, args.seed[0], REFERENCE_RUNS)
-    last = run_params(json.loads((folder / "params.json").read_text())).train.rounds - 1
+    last = read_run_params(folder).train.rounds - 1
     rounds = sorted(set(args.round or [3, last]))
     per_seed = [probe_seed(args.config, s, rounds, args.states, STAGES[args.stage]) for s in args.seed]
     report = {"config": args.config, "stage": args.stage, "seeds": args.seed, "rounds": rounds,

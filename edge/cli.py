@@ -354,10 +354,10 @@ def _bank_retriever(folder: Path, cfg):
     bank_cfg, source = cfg.bank, "--params"
     recorded = folder.parent / "params.json"
     if recorded.exists():  # read the bank as its run did (top_k, block order and rule, type steps ...)
-        from edge.config import run_params
+        from edge.runs import read_run_params
 
         try:
-            bank_cfg, source = run_params(json.loads(recorded.read_text())).bank, str(recorded)
+            bank_cfg, source = read_run_params(folder.parent).bank, str(recorded)
         except ValueError as err:
             typer.echo(f"{recorded} is not a run's parameters ({str(err).splitlines()[0]}); retrieving with "
                        "--params' bank section", err=True)

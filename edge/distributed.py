@@ -18,7 +18,6 @@ step if it shows in a profile.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -67,10 +66,10 @@ def worker(run_folder: Path, k: int) -> None:
     from accelerate import Accelerator
 
     from edge.algorithms.grpo import Shard
-    from edge.config import run_params
+    from edge.runs import read_run_params
     from edge.train import Run, update_stage
 
-    params = run_params(json.loads((run_folder / "params.json").read_text()))
+    params = read_run_params(run_folder)
     accelerator = Accelerator(cpu=params.policy.device == "cpu")
     if params.policy.device != "cpu":
         params.policy.device = str(accelerator.device)  # one GPU per worker

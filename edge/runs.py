@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from edge.config import EdgeParams, method_settings, run_params
 from edge.files import is_sealed, read_json
 
 
@@ -36,15 +37,19 @@ def round_stages(stores_bank: bool) -> list[str]:
     return ["collect", "score", *(["update_bank"] if stores_bank else []), "distill"]
 
 
-def run_status(folder: Path) -> RunStatus:
-    """The status of one run folder (it must hold the ``params.json`` a run writes first)."""
-    from edge.config import method_settings, run_params
-
-    folder = Path(folder)
-    saved = folder / "params.json"
+def read_run_params(folder: Path) -> EdgeParams:
+    """The parameters a run folder's ``params.json`` records, read as the run ran them (``config.run_params``:
+    fields added since take their defaults, or the old behaviour where that differs)."""
+    saved = Path(folder) / "params.json"
     if not saved.exists():
         raise ValueError(f"{folder} is not a training run folder (no params.json)")
-    params = run_params(read_json(saved))
+    return run_params(read_json(saved))
+
+
+def run_status(folder: Path) -> RunStatus:
+    """The status of one run folder (it must hold the ``params.json`` a run writes first)."""
+    folder = Path(folder)
+    params = read_run_params(folder)
     planned = params.train.rounds
     stages = round_stages(method_settings(params).stores_bank)
     done, state = 0, "not started"
