@@ -19,6 +19,7 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
 - e33 / e34: e32 / e31 with the spec's four pruning rules, the internalized rule asking for an earlier
   lift the plain members now reach (``bank.prune.internalized_needs: lift``): the not-helping rule reads
   half_plain's Delta, and an entry that never lifted its groups leaves as not helping, not internalized.
+- e35: e30 with nothing planted, e30's own control.
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -26,12 +27,14 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
 - each planted entry's fate, seed by seed, from the run's ``bank_seed.json``, the bank snapshots and the
   groups' scores: the round it left the active set and why, its uses, its utility, and Delta
   (advised − plain success) of the groups shown it; then whether the bank wrote the true step for the type;
+- how much of the run's distillation drew on a block holding a planted entry (``planted_distillation``): the
+  states the gate passed from such groups and their weight, rebuilt as the update counted them;
 - which transformation the training episodes of clean / heat / cool tasks apply (the task's own, or the
   one the planted entry names), plain and advised, in rounds 0, 3 and 7;
 - the final success by task type.
 
     .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
-        --only e31 --only e32 --only e33 --only e34 --seed 0 ... --seed 9
+        --only e31 --only e32 --only e33 --only e34 --only e35 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -49,7 +52,10 @@ from statistics import fmean, median
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import internalization_sweep as sweep  # noqa: E402
 import misleading_advice as misleading  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
 
+from edge.algorithms.contribution import GroupContribution  # noqa: E402
+from edge.algorithms.distill import group_weights  # noqa: E402
 from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
 from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
@@ -58,7 +64,7 @@ from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 from edge.runs import read_run_params  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -125,6 +131,57 @@ def entry_fates(folder: Path) -> dict[str, dict]:
         fate["delta_positive_share"] = (sum(d > 0 for d in fate["deltas"]) / len(fate["deltas"])
                                         if fate["deltas"] else None)
     return fates
+
+
+def planted_distillation(folder: Path) -> dict:
+    """How much of one run's distillation drew on blocks that held a planted entry. The distilled states are
+    rebuilt from each round's scores (the groups' credit, through the run's own ``distill.gate``) and rollouts
+    (``distill.states``: every step of the plain members, of the conditioned ones, or both, in a group the gate
+    passes), as ``distill_samples`` counts them in ``train_metrics.json``. Per round and in all: the groups
+    shown a planted entry, how many of them the gate passed, the states distilled from them, their weight
+    (sum over those states of the group's weight g: what scales the reverse-KL pull), and that weight's share
+    of all the run's distillation weight. The teacher of such a state saw the planted entry's words."""
+    params = read_run_params(folder)
+    if params.bank.block_follows_progress:
+        raise ValueError(f"{folder}: bank.block_follows_progress drops states the block no longer covers, which "
+                         "this count does not follow")
+    planted = set(planted_signatures(folder))
+    which = {"plain": (False,), "conditioned": (True,), "both": (False, True)}[params.distill.states]
+    rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "scores.json").exists())
+    per_round = []
+    for k in rounds:
+        round_dir = folder / f"round_{k:03d}"
+        groups = [GroupContribution(**g) for g in json.loads((round_dir / "scores.json").read_text())["groups"]]
+        weights = group_weights(groups, params.distill.gate)
+        table = pq.read_table(round_dir / "rollouts.parquet", columns=["group_id", "conditioned"]).to_pylist()
+        steps: dict[str, int] = {}
+        for row in table:
+            if row["conditioned"] in which:
+                steps[row["group_id"]] = steps.get(row["group_id"], 0) + 1
+        shown = {g.group_id for g in groups if planted & set(g.entry_ids)}
+        per_round.append({
+            "round": k, "groups_shown": len(shown), "groups_distilled": len(shown & set(weights)),
+            "states": sum(steps.get(gid, 0) for gid in weights),
+            "planted_states": sum(steps.get(gid, 0) for gid in shown & set(weights)),
+            "weight": sum(g * steps.get(gid, 0) for gid, g in weights.items()),
+            "planted_weight": sum(weights[gid] * steps.get(gid, 0) for gid in shown & set(weights))})
+    total = {key: sum(r[key] for r in per_round)
+             for key in ("groups_shown", "groups_distilled", "states", "planted_states", "weight", "planted_weight")}
+    total["planted_weight_share"] = total["planted_weight"] / total["weight"] if total["weight"] else None
+    return {"rounds": per_round, "total": total}
+
+
+def distillation_summary(by_seed: dict[int, dict]) -> dict:
+    """Over seeds: groups shown a planted entry and the share the gate passed; per run, the states distilled
+    under a planted entry and their weight; the mean share of the distillation weight they carried."""
+    totals = [d["total"] for d in by_seed.values()]
+    shown = sum(t["groups_shown"] for t in totals)
+    shares = [t["planted_weight_share"] for t in totals if t["planted_weight_share"] is not None]
+    return {"groups_shown": shown,
+            "distilled_share": sum(t["groups_distilled"] for t in totals) / shown if shown else None,
+            "planted_states_per_run": fmean(t["planted_states"] for t in totals),
+            "planted_weight_per_run": fmean(t["planted_weight"] for t in totals),
+            "planted_weight_share": fmean(shares) if shares else None}
 
 
 def fate_summary(fates_by_seed: dict[int, dict[str, dict]]) -> dict[str, dict]:
@@ -203,6 +260,9 @@ def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
             row["fates"] = {str(s): fates[s] for s in seeds}
             row["fate_summary"] = fate_summary(fates)
             row["still_active"] = still_active(fates)
+            distilled = {s: planted_distillation(f) for s, f in zip(seeds, folders, strict=True)}
+            row["distillation"] = {str(s): distilled[s] for s in seeds}
+            row["distillation_summary"] = distillation_summary(distilled)
         row["against"] = {other: misleading.compare(runs[c], runs[other], seeds)
                           for other in configs[:configs.index(c)]}
         out["configs"][c] = row
@@ -255,6 +315,23 @@ def markdown(result: dict) -> str:
                          f"{'–' if f['median_left_round'] is None else format(f['median_left_round'], 'g')} | "
                          f"{f['groups_shown']} | {delta} | {f['own_entry_at_end']} / {f['seeds']} | "
                          f"{f['own_object_entries_at_end']:.1f} |")
+    lines += ["", "## How much distillation drew on a planted entry", "",
+              "The spec distils the teacher, the policy with the group's block in its prompt, into the plain policy "
+              "on the states of the groups its gate passes (`distill.gate: credit`: Delta > 0, weighted by c = "
+              "Delta). A group whose block held a planted entry has a teacher that read the planted words. Rebuilt "
+              "from each round's scores and rollouts as the run's update counted them: the groups shown a planted "
+              "entry (all rounds, all seeds) and the share the gate passed; per run, the states distilled from those "
+              "groups and their weight (the sum of c over them, what scales the pull towards the teacher); and the "
+              "share of all the run's distillation weight they carried, mean over seeds.", "",
+              "| config | groups shown | passed the gate | states distilled / run | their weight / run | "
+              "share of the distillation weight |", "|---|---|---|---|---|---|"]
+    for c, r in rows.items():
+        d = r.get("distillation_summary")
+        if d:
+            passed = "–" if d["distilled_share"] is None else f"{d['distilled_share']:.0%}"
+            share = "–" if d["planted_weight_share"] is None else f"{d['planted_weight_share']:.1%}"
+            lines.append(f"| {c} | {d['groups_shown']} | {passed} | {d['planted_states_per_run']:.0f} | "
+                         f"{d['planted_weight_per_run']:.1f} | {share} |")
     lines += misleading.choice_table(
         rows, "transformations", "Which transformation the training episodes apply",
         "Of the training episodes whose task asks for a transformation (clean, heat, cool), pooled over seeds: the "

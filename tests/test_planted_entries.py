@@ -1,5 +1,6 @@
 """benchmarks/planted_entries.py: each planted entry's fate, read from a real seeded run."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ def script():
     return load("planted_entries")
 
 
-def seeded_run(tmp_path, **prune):
+def seeded_run(tmp_path, distill=None, **prune):
     return train(parse_params({
         "seed": 3, "data": {"train_tasks": 40},
         "rollout": {"tasks_per_round": 6, "group_size": 4, "max_steps": 8},
@@ -25,6 +26,7 @@ def seeded_run(tmp_path, **prune):
                  "similarity_threshold": -1.0, "seed_file": str(SEEDS / "household_false_steps.jsonl"),
                  "prune": prune},
         "train": {"rounds": 3, "method": "edge", "base_checkpoint": None, "runs_dir": str(tmp_path / "runs")},
+        "distill": distill or {},
     }))
 
 
@@ -55,7 +57,8 @@ def test_an_entry_pruned_once_used_leaves_in_the_round_of_its_first_groups(scrip
 
 
 def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, tmp_path):
-    run = seeded_run(tmp_path, rules=["size_cap"])
+    # Distilled wherever a block was shown (weight 1): the tiny run's groups rarely have Delta > 0.
+    run = seeded_run(tmp_path, distill={"gate": "retrieved"}, rules=["size_cap"])
     fates = script.entry_fates(run.folder)
     assert all(f["left_round"] is None for f in fates.values())
     assert not any(f["own_entry_at_end"] for f in fates.values())  # the planted entry covers its signature
@@ -64,6 +67,18 @@ def test_an_entry_nothing_prunes_stays_and_blocks_the_type_s_own_entry(script, t
     result = {"seeds": [0, 1], "configs": {"grpo": {}, "e27": {"still_active": [1.0, 1.0, 0.5, 0.5]}}}
     (figure,) = script.survival_figure(result, tmp_path, "planted")
     assert figure == tmp_path / "planted_still_active.png" and figure.read_bytes()[:4] == b"\x89PNG"
+    # The distilled states rebuilt from scores and rollouts are the ones the update counted, round by round.
+    distilled = script.planted_distillation(run.folder)
+    counted = [json.loads((run.folder / f"round_{k:03d}" / "train_metrics.json").read_text())["distill_samples"]
+               for k in range(3)]
+    assert [r["states"] for r in distilled["rounds"]] == counted
+    total = distilled["total"]
+    assert total["planted_states"] > 0, "nothing distilled under a planted entry: make the run longer"
+    assert total["groups_distilled"] <= total["groups_shown"] == sum(sum(f["groups"]) for f in fates.values())
+    assert total["planted_weight"] == total["planted_states"] <= total["states"] == total["weight"]  # weight 1
+    summary = script.distillation_summary({0: distilled, 1: distilled})
+    assert summary["groups_shown"] == 2 * total["groups_shown"]
+    assert summary["planted_weight_per_run"] == total["planted_weight"]
 
 
 def test_an_internalized_label_without_the_lift_is_counted_apart(script):
