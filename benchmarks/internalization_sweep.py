@@ -297,6 +297,13 @@ CONFIGS = {
     "e35": ("e30 with nothing planted: the spec's collection and pruning on a clean bank, e30's own control "
             "(what planting costs there, and the spec's learned bank at ten seeds)",
             [*e26_without("bank.prune.rules", "bank.condition_when", "bank.advantage_baseline")]),
+    "e36": ("e27 (the false steps planted, e26's options) with distillation off (distill.coef = 0): does the "
+            "planted step reach the plain policy through the distillation, or through the advised members' "
+            "own updates?",
+            [*E26, "bank.seed_file=data/seeds/household_false_steps.jsonl", "distill.coef=0"]),
+    "e37": ("e26 with distillation off (distill.coef = 0): e36's control, and what distillation gives the "
+            "best learned bank",
+            [*E26, "distill.coef=0"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
