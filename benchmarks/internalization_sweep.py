@@ -557,6 +557,40 @@ def _per_seed(e: dict) -> str:
                                               if s in tasks else "") for s, d in e["per_seed"].items())
 
 
+TARGETS = {"o": 10.0, "e": 8.0}
+"""The issues' targets for plain − GRPO in points: issue 14's for the oracle control, 16's for EDGE's own bank."""
+
+
+def forest_figure(rows: dict, path: Path, min_seeds: int = 10) -> list[str]:
+    """Plain − GRPO with its interval for every row of at least ``min_seeds`` seeds, one line each in the
+    table's order, coloured by kind (oracle control, EDGE's own bank, false advice), with the issues' targets
+    dashed. Returns the rows drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only
+    import matplotlib.pyplot as plt
+
+    drawn = [name for name, r in rows.items() if len(r["seeds"]) >= min_seeds]
+    colours = {"o": "tab:blue", "e": "tab:green", "m": "tab:red"}
+    fig, ax = plt.subplots(figsize=(6.4, 0.9 + 0.32 * max(len(drawn), 1)))
+    for y, name in enumerate(reversed(drawn)):
+        d = rows[name]["minus_grpo"]
+        ax.errorbar(100 * d["mean"], y, xerr=[[100 * (d["mean"] - d["low"])], [100 * (d["high"] - d["mean"])]],
+                    fmt="o", color=colours[name[0]], capsize=3)
+    ax.axvline(0, color="grey", lw=0.8)
+    for kind, target in TARGETS.items():
+        ax.axvline(target, color=colours[kind], ls="--", lw=0.8,
+                   label=f"target, {'oracle control' if kind == 'o' else 'EDGE'} (+{target:g})")
+    ax.set_yticks(range(len(drawn)), list(reversed(drawn)))
+    ax.set(xlabel="final plain success − GRPO (points, 95% interval over seeds)",
+           title=f"household test_seen, rows with {min_seeds}+ seeds")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return drawn
+
+
 def write(rows: dict) -> None:
     # In the order CONFIGS lists them, whatever order they were measured in; a longer view after its base,
     # and a configuration made again on another machine (NAME@TAG, --tag) after the first.
@@ -564,6 +598,7 @@ def write(rows: dict) -> None:
     rows = dict(sorted(rows.items(), key=lambda kv: (order.index(kv[0].split("@")[0].split("-x")[0]), kv[0])))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "internalization.json").write_text(json.dumps(rows, indent=2) + "\n")
+    forest_figure(rows, OUT / "internalization_forest.png")
     machines = sorted({r.get("machine", "not recorded") for r in rows.values()})
     lines = ["# Internalization on the oracle control, and EDGE with its own bank (household, test_seen)", "",
              "`edge-oracle-bank` (o…) with distillation options changed, and EDGE with its own bank (e…), at the "
@@ -576,6 +611,7 @@ def write(rows: dict) -> None:
              "is the oracle's advice for o…, its false advice for m… (bank.oracle_advice = misleading), the run's own "
              "final bank for e…; retention is plain / with advice, above 100% where the advice hurts (m…). Command: "
              "`.venv/bin/python benchmarks/internalization_sweep.py` (see its docstring).", "",
+             "![plain − GRPO of the rows with ten seeds or more](internalization_forest.png)", "",
              "Machine: " + "; ".join(machines) + ".", "",
              "Groups retrieving: the share of training groups whose task retrieved any entry, over seeds and "
              "rounds (in brackets from round 1 on: round 0's bank is empty); under `bank.condition_when: "

@@ -157,3 +157,14 @@ def test_every_rows_overrides_make_a_valid_configuration(sweep):
             with_overrides(params, overrides)
         except ValueError as err:
             pytest.fail(f"row {name}: {err}")
+
+
+def test_the_forest_figure_draws_the_rows_with_enough_seeds_in_the_table_s_order(sweep, tmp_path):
+    def row(n, mean):
+        return {"seeds": list(range(n)), "minus_grpo": {"mean": mean, "low": mean - 0.03, "high": mean + 0.03}}
+
+    rows = {"o0@xeon": row(10, 0.026), "o6": row(5, 0.08), "e26": row(10, 0.028), "m1": row(10, -0.157)}
+    path = tmp_path / "forest.png"
+    assert sweep.forest_figure(rows, path) == ["o0@xeon", "e26", "m1"]
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    assert sweep.forest_figure(rows, path, min_seeds=5) == ["o0@xeon", "o6", "e26", "m1"]
