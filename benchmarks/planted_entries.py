@@ -20,6 +20,8 @@ so it is the false guidance an LM synthesizer or a careless curator could leave 
   lift the plain members now reach (``bank.prune.internalized_needs: lift``): the not-helping rule reads
   half_plain's Delta, and an entry that never lifted its groups leaves as not helping, not internalized.
 - e35: e30 with nothing planted, e30's own control.
+- e36 / e37: e27 / e26 with distillation off (``distill.coef: 0``): does the planted step reach the plain
+  policy through the distillation or through the advised members' own updates?
 
 For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation tasks:
 
@@ -34,7 +36,7 @@ For each row, beside e26 and GRPO of the same seeds, warm starts and evaluation 
 - the final success by task type.
 
     .venv/bin/python benchmarks/internalization_sweep.py --only e27 --only e28 --only e29 --only e30 \\
-        --only e31 --only e32 --only e33 --only e34 --only e35 --seed 0 ... --seed 9
+        --only e31 --only e32 --only e33 --only e34 --only e35 --only e36 --only e37 --seed 0 ... --seed 9
     .venv/bin/python benchmarks/planted_entries.py --seed 0 ... --seed 9
 
 The first command makes the runs (resumable); this script only reads finished runs and writes
@@ -64,7 +66,7 @@ from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 from edge.runs import read_run_params  # noqa: E402
 
-CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35"]
+CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35", "e36", "e37"]
 """GRPO, e26 (nothing planted), then the planted rows."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
@@ -285,7 +287,8 @@ def markdown(result: dict) -> str:
              "negative; e26-e29 show the block only where all plain members failed, so Delta never is); e31 and "
              "e32 are e26 and e27 with Delta measured against plain members that did not decide the split "
              "(`bank.decided_by: half_plain`); e33 and e34 are e32 and e31 with the spec's four rules, labelled "
-             "with `bank.prune.internalized_needs: lift`. "
+             "with `bank.prune.internalized_needs: lift`; e35 is e30 with nothing planted; e36 and e37 are e27 and "
+             "e26 with distillation off (`distill.coef: 0`). "
              "A planted entry is never revised; only pruning removes it. Differences in points, "
              "paired by seed and task, the mean over seeds with its 95% Student-t interval. Command: "
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
