@@ -62,12 +62,22 @@ from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
 from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
 from edge.bank.store import read_snapshot  # noqa: E402
+from edge.benchmarking.learning import paired_difference, signed_points  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 from edge.runs import read_run_params  # noqa: E402
 
 CONFIGS = ["grpo", "e26", "e27", "e28", "e29", "e30", "e31", "e32", "e33", "e34", "e35", "e36", "e37"]
 """GRPO, e26 (nothing planted), then the planted rows."""
+PLANTING = {"e27": ("e26", "e26's options: the block where all plain members failed, every plain member deciding"),
+            "e28": ("e26", "e26's options with the spec's four pruning rules"),
+            "e30": ("e35", "the spec's collection and pruning"),
+            "e32": ("e31", "e26's options, half of the plain members deciding (half_plain)"),
+            "e33": ("e34", "half_plain with the spec's four pruning rules"),
+            "e36": ("e37", "e26's options, distillation off")}
+"""Planted row -> (the same options with nothing planted, what they are): what the planting costs there."""
+THROUGH_DISTILLATION = ("e27", "e36")
+"""The planting's cost with distillation on and off, the rest of e26's options the same."""
 OUT = Path("benchmarks/results")
 SPLIT = sweep.SPLIT
 
@@ -268,6 +278,29 @@ def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:
         row["against"] = {other: misleading.compare(runs[c], runs[other], seeds)
                           for other in configs[:configs.index(c)]}
         out["configs"][c] = row
+    out["planting_costs"] = planting_costs(runs, seeds)
+    return out
+
+
+def planting_costs(runs: dict[str, dict[int, dict]], seeds: list[int]) -> dict:
+    """Per planted row whose unplanted control ran too: planted − control, plain policy against plain policy
+    and final bank against final bank, paired by seed and task. Then, where both rows of
+    ``THROUGH_DISTILLATION`` and their controls ran, the planting's cost with distillation off minus with it
+    on (paired by seed): how much of the cost the distillation carries, read with its sign flipped."""
+    def cost(planted: str, control: str, metric: str) -> dict:
+        return paired_difference(
+            [runs[planted][s]["final"][f"{SPLIT}_{metric}"] for s in seeds],
+            [runs[control][s]["final"][f"{SPLIT}_{metric}"] for s in seeds], seeds,
+            [(runs[planted][s]["final_tasks"][SPLIT][metric], runs[control][s]["final_tasks"][SPLIT][metric])
+             for s in seeds])
+
+    out = {"pairs": {p: {"control": c, "setting": setting, "plain": cost(p, c, "plain"),
+                         "with_bank": cost(p, c, "with_bank")}
+                     for p, (c, setting) in PLANTING.items() if p in runs and c in runs}}
+    on, off = THROUGH_DISTILLATION
+    if on in out["pairs"] and off in out["pairs"]:
+        per_seed = {k: [out["pairs"][k]["plain"]["per_seed"][str(s)] for s in seeds] for k in (on, off)}
+        out["distillation_off_minus_on"] = paired_difference(per_seed[off], per_seed[on], seeds)
     return out
 
 
@@ -294,6 +327,19 @@ def markdown(result: dict) -> str:
              f"`.venv/bin/python benchmarks/planted_entries.py {misleading.command_args(result, CONFIGS)}`.", "",
              f"Machine: {result['machine']}.", ""]
     lines += misleading.finals_table(rows, "with_bank", "with its bank")
+    costs = result.get("planting_costs", {})
+    if costs.get("pairs"):
+        lines += ["", "## What the planting costs, setting by setting", "",
+                  "Each planted row against the same options with nothing planted, paired by seed and task: the "
+                  "plain policy against the plain policy, the final bank against the final bank (each run's own).", "",
+                  "| planted | control | setting | plain | with its bank |", "|---|---|---|---|---|"]
+        lines += [f"| {p} | {c['control']} | {c['setting']} | {signed_points(c['plain'])} | "
+                  f"{signed_points(c['with_bank'])} |" for p, c in costs["pairs"].items()]
+        if "distillation_off_minus_on" in costs:
+            on, off = THROUGH_DISTILLATION
+            lines += ["", f"The plain policy's cost with distillation off ({off}) minus with it on ({on}), paired by "
+                      f"seed: {signed_points(costs['distillation_off_minus_on'])} (above zero: the distillation "
+                      "carries part of the cost)."]
     name = result.get("name", "planted_entries")
     lines += ["", "## What became of each planted entry", "",
               f"![planted entries still active, round by round]({name}_still_active.png)", "",

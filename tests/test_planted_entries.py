@@ -113,3 +113,25 @@ def test_lift_evidence_reads_the_label_the_run_gave(script):
     absorbed = replace(never_lifted, history_success_plain=[0.0, 0.5, 0.5, 0.5],
                        history_success_conditioned=[0.5, 0.5, 0.5, 0.5])
     assert script.lift_evidence(absorbed, credit, lift) is True
+
+
+def test_planting_costs_pair_each_planted_row_with_its_unplanted_control(script):
+    def run(plain, with_bank):
+        tasks = {"plain": {"t0": float(plain > 0.5), "t1": 0.0}, "with_bank": {"t0": 1.0, "t1": float(with_bank > 0.5)}}
+        return {"final": {"test_seen_plain": plain, "test_seen_with_bank": with_bank},
+                "final_tasks": {"test_seen": tasks}}
+
+    seeds = [0, 1, 2]
+    # Planting costs 4 points plain with distillation on (e27 - e26), 1 point with it off (e36 - e37).
+    runs = {"e26": {s: run(0.50 + s / 100, 0.55) for s in seeds}, "e27": {s: run(0.46 + s / 100, 0.45) for s in seeds},
+            "e37": {s: run(0.48, 0.50) for s in seeds}, "e36": {s: run(0.47, 0.49) for s in seeds},
+            "e32": {s: run(0.40, 0.40) for s in seeds}}  # e31, its control, did not run: no pair
+    costs = script.planting_costs(runs, seeds)
+    assert list(costs["pairs"]) == ["e27", "e36"]
+    assert costs["pairs"]["e27"]["control"] == "e26"
+    assert costs["pairs"]["e27"]["plain"]["mean"] == pytest.approx(-0.04)
+    assert costs["pairs"]["e27"]["with_bank"]["mean"] == pytest.approx(-0.10)
+    assert costs["pairs"]["e36"]["plain"]["mean"] == pytest.approx(-0.01)
+    assert costs["distillation_off_minus_on"]["mean"] == pytest.approx(0.03)
+    del runs["e37"]
+    assert "distillation_off_minus_on" not in script.planting_costs(runs, seeds)
