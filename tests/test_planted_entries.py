@@ -132,6 +132,7 @@ def test_planting_costs_pair_each_planted_row_with_its_unplanted_control(script)
     assert costs["pairs"]["e27"]["plain"]["mean"] == pytest.approx(-0.04)
     assert costs["pairs"]["e27"]["with_bank"]["mean"] == pytest.approx(-0.10)
     assert costs["pairs"]["e36"]["plain"]["mean"] == pytest.approx(-0.01)
-    assert costs["distillation_off_minus_on"]["mean"] == pytest.approx(0.03)
-    del runs["e37"]
-    assert "distillation_off_minus_on" not in script.planting_costs(runs, seeds)
+    assert costs["pairs"]["e36"]["minus_first"]["mean"] == pytest.approx(0.03)  # what the distillation carries
+    assert "minus_first" not in costs["pairs"]["e27"]
+    del runs["e26"]
+    assert "minus_first" not in script.planting_costs(runs, seeds)["pairs"]["e36"]
