@@ -64,6 +64,7 @@ from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_h
 from edge.bank.store import read_snapshot  # noqa: E402
 from edge.benchmarking.learning import paired_difference, signed_points  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
+from edge.config import method_settings  # noqa: E402
 from edge.envs.base import EVERY_SUBJECT  # noqa: E402
 from edge.runs import read_run_params  # noqa: E402
 
@@ -152,8 +153,10 @@ def planted_distillation(folder: Path) -> dict:
     passes), as ``distill_samples`` counts them in ``train_metrics.json``. Per round and in all: the groups
     shown a planted entry, how many of them the gate passed, the states distilled from them, their weight
     (sum over those states of the group's weight g: what scales the reverse-KL pull), and that weight's share
-    of all the run's distillation weight. The teacher of such a state saw the planted entry's words."""
+    of all the run's distillation weight. The teacher of such a state saw the planted entry's words. A run
+    that does not distil (``distill.coef: 0``) counts nothing."""
     params = read_run_params(folder)
+    distils = method_settings(params).distill_coef > 0
     if params.bank.block_follows_progress:
         raise ValueError(f"{folder}: bank.block_follows_progress drops states the block no longer covers, which "
                          "this count does not follow")
@@ -164,7 +167,7 @@ def planted_distillation(folder: Path) -> dict:
     for k in rounds:
         round_dir = folder / f"round_{k:03d}"
         groups = [GroupContribution(**g) for g in json.loads((round_dir / "scores.json").read_text())["groups"]]
-        weights = group_weights(groups, params.distill.gate)
+        weights = group_weights(groups, params.distill.gate) if distils else {}
         table = pq.read_table(round_dir / "rollouts.parquet", columns=["group_id", "conditioned"]).to_pylist()
         steps: dict[str, int] = {}
         for row in table:

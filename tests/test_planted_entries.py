@@ -32,7 +32,10 @@ def seeded_run(tmp_path, distill=None, **prune):
 
 def test_an_entry_pruned_once_used_leaves_in_the_round_of_its_first_groups(script, tmp_path):
     # Every entry used once with utility <= 1 is "not helping": a planted entry leaves the round it is first shown.
-    run = seeded_run(tmp_path, min_uses=1, min_utility=1.0, rules=["not_helping"])
+    # Distillation off (it does not touch the bank): nothing is distilled, under a planted entry or not.
+    run = seeded_run(tmp_path, distill={"coef": 0.0, "gate": "retrieved"}, min_uses=1, min_utility=1.0,
+                     rules=["not_helping"])
+    assert script.planted_distillation(run.folder)["total"]["states"] == 0
     fates = script.entry_fates(run.folder)
     assert set(fates) == {"g000001", "g000002", "g000003"}
     shown = {i: f for i, f in fates.items() if any(f["groups"])}
