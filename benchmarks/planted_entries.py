@@ -174,12 +174,13 @@ def planted_distillation(folder: Path) -> dict:
             if row["conditioned"] in which:
                 steps[row["group_id"]] = steps.get(row["group_id"], 0) + 1
         shown = {g.group_id for g in groups if planted & set(g.entry_ids)}
+        passed = shown & set(weights)
         per_round.append({
-            "round": k, "groups_shown": len(shown), "groups_distilled": len(shown & set(weights)),
+            "round": k, "groups_shown": len(shown), "groups_distilled": len(passed),
             "states": sum(steps.get(gid, 0) for gid in weights),
-            "planted_states": sum(steps.get(gid, 0) for gid in shown & set(weights)),
+            "planted_states": sum(steps.get(gid, 0) for gid in passed),
             "weight": sum(g * steps.get(gid, 0) for gid, g in weights.items()),
-            "planted_weight": sum(weights[gid] * steps.get(gid, 0) for gid in shown & set(weights))})
+            "planted_weight": sum(weights[gid] * steps.get(gid, 0) for gid in passed)})
     total = {key: sum(r[key] for r in per_round)
              for key in ("groups_shown", "groups_distilled", "states", "planted_states", "weight", "planted_weight")}
     total["planted_weight_share"] = total["planted_weight"] / total["weight"] if total["weight"] else None
@@ -374,9 +375,10 @@ def markdown(result: dict) -> str:
               "on the states of the groups its gate passes (`distill.gate: credit`: Delta > 0, weighted by c = "
               "Delta). A group whose block held a planted entry has a teacher that read the planted words. Rebuilt "
               "from each round's scores and rollouts as the run's update counted them: the groups shown a planted "
-              "entry (all rounds, all seeds) and the share the gate passed; per run, the states distilled from those "
-              "groups and their weight (the sum of c over them, what scales the pull towards the teacher); and the "
-              "share of all the run's distillation weight they carried, mean over seeds.", "",
+              "entry (all rounds, all seeds) and the share the gate passed (none in a run that does not distil); per "
+              "run, the states distilled from those groups and their weight (the sum of c over them, what scales "
+              "the pull towards the teacher); and the share of all the run's distillation weight they carried, mean "
+              "over seeds.", "",
               "| config | groups shown | passed the gate | states distilled / run | their weight / run | "
               "share of the distillation weight |", "|---|---|---|---|---|---|"]
     for c, r in rows.items():
