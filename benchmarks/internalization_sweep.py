@@ -304,6 +304,9 @@ CONFIGS = {
     "e37": ("e26 with distillation off (distill.coef = 0): e36's control, and what distillation gives the "
             "best learned bank",
             [*E26, "distill.coef=0"]),
+    "e38": ("e26 with twice the distillation coefficient (distill.coef = 2): distillation is all of e26's lead "
+            "over GRPO (e37), so does more of it pull the plain policy further?",
+            [*E26, "distill.coef=2"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
