@@ -140,12 +140,14 @@ def delta_by_round(runs: dict[int, dict]) -> list[dict]:
     return out
 
 
-def compare(ours: dict[int, dict], theirs: dict[int, dict], seeds: list[int], metric: str = "plain") -> dict:
-    """``ours`` − ``theirs`` on the final plain success (or, ``metric`` "with_bank", ours with its advice
-    against their plain policy), paired by seed and task."""
+def compare(ours: dict[int, dict], theirs: dict[int, dict], seeds: list[int], metric: str = "plain",
+            their_metric: str = "plain") -> dict:
+    """``ours`` − ``theirs`` on the final plain success (or, ``metric`` "with_bank", ours with its advice;
+    ``their_metric`` likewise for theirs, by default their plain policy), paired by seed and task."""
     return paired_difference(
-        [ours[s]["final"][f"{SPLIT}_{metric}"] for s in seeds], [theirs[s]["final"][f"{SPLIT}_plain"] for s in seeds],
-        seeds, [(ours[s]["final_tasks"][SPLIT][metric], theirs[s]["final_tasks"][SPLIT]["plain"]) for s in seeds])
+        [ours[s]["final"][f"{SPLIT}_{metric}"] for s in seeds],
+        [theirs[s]["final"][f"{SPLIT}_{their_metric}"] for s in seeds], seeds,
+        [(ours[s]["final_tasks"][SPLIT][metric], theirs[s]["final_tasks"][SPLIT][their_metric]) for s in seeds])
 
 
 def report(configs: list[str], seeds: list[int], reference_runs: Path) -> dict:

@@ -292,11 +292,7 @@ def planting_costs(runs: dict[str, dict[int, dict]], seeds: list[int]) -> dict:
     paired by seed (``minus_first``: is the cost in this setting smaller? For e36, distillation off, a
     positive figure is the part of e27's cost that the distillation carries)."""
     def cost(planted: str, control: str, metric: str) -> dict:
-        return paired_difference(
-            [runs[planted][s]["final"][f"{SPLIT}_{metric}"] for s in seeds],
-            [runs[control][s]["final"][f"{SPLIT}_{metric}"] for s in seeds], seeds,
-            [(runs[planted][s]["final_tasks"][SPLIT][metric], runs[control][s]["final_tasks"][SPLIT][metric])
-             for s in seeds])
+        return misleading.compare(runs[planted], runs[control], seeds, metric, metric)
 
     out = {"pairs": {p: {"control": c, "setting": setting, "plain": cost(p, c, "plain"),
                          "with_bank": cost(p, c, "with_bank")}
