@@ -307,6 +307,13 @@ CONFIGS = {
     "e38": ("e26 with twice the distillation coefficient (distill.coef = 2): distillation is all of e26's lead "
             "over GRPO (e37), so does more of it pull the plain policy further?",
             [*E26, "distill.coef=2"]),
+    "e39": ("e26 distilled on the conditioned members' states too, the block removed (distill.states = both): "
+            "distillation is all of e26's lead and a stronger pull hurts (e38), so distil where the block led the "
+            "agent rather than harder; under plain_failed the plain members' states are all from failed episodes",
+            [*E26, "distill.states=both"]),
+    "e40": ("e26 with half the distillation coefficient (distill.coef = 0.5): with e37 (0) and e38 (2), the "
+            "coefficient's curve on the learned bank",
+            [*E26, "distill.coef=0.5"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
