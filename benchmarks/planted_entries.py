@@ -57,7 +57,7 @@ import misleading_advice as misleading  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from edge.algorithms.contribution import GroupContribution  # noqa: E402
-from edge.algorithms.distill import group_weights  # noqa: E402
+from edge.algorithms.distill import distills_member, group_weights  # noqa: E402
 from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
 from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
@@ -161,7 +161,6 @@ def planted_distillation(folder: Path) -> dict:
         raise ValueError(f"{folder}: bank.block_follows_progress drops states the block no longer covers, which "
                          "this count does not follow")
     planted = set(planted_signatures(folder))
-    which = {"plain": (False,), "conditioned": (True,), "both": (False, True)}[params.distill.states]
     rounds = sorted(int(p.name.split("_")[1]) for p in folder.glob("round_*") if (p / "scores.json").exists())
     per_round = []
     for k in rounds:
@@ -171,7 +170,7 @@ def planted_distillation(folder: Path) -> dict:
         table = pq.read_table(round_dir / "rollouts.parquet", columns=["group_id", "conditioned"]).to_pylist()
         steps: dict[str, int] = {}
         for row in table:
-            if row["conditioned"] in which:
+            if distills_member(row["conditioned"], params.distill.states):
                 steps[row["group_id"]] = steps.get(row["group_id"], 0) + 1
         shown = {g.group_id for g in groups if planted & set(g.entry_ids)}
         passed = shown & set(weights)

@@ -104,6 +104,12 @@ def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[st
     return {c.group_id: 1.0 for c in contributions}
 
 
+def distills_member(conditioned: bool, states: States) -> bool:
+    """Whether ``distill.states`` draws on a member that was (``conditioned``) or was not shown the block:
+    ``plain`` the plain members' own states, ``conditioned`` the conditioned members' (block removed), ``both``."""
+    return states == "both" or states == ("conditioned" if conditioned else "plain")
+
+
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
                     estimator: Estimator, states: States = "plain", gate: Gate = "credit",
                     teacher: Teacher = "current", keep_teacher_prompt: bool = False,
@@ -132,9 +138,9 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
     samples, teacher_prompts = [], []
     for traj in trajectories:
         g = weights.get(traj.group_id)
-        if g is None or traj.group_id not in block:
+        if g is None or traj.group_id not in block or not distills_member(traj.conditioned, states):
             continue
-        if not traj.conditioned and states in ("plain", "both"):
+        if not traj.conditioned:
             # The student's own state: the same prompt as its PG sample, so both terms share one sample.
             for i, step in enumerate(traj.steps):
                 d = step.decision
@@ -146,7 +152,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
                 samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
                                       len(traj.steps), pg=False, extras={"credit": g}, key=(traj.traj_id, i)))
                 teacher_prompts.append(actor.builder.prompt_ids(traj.state_at(i, shown)))
-        elif traj.conditioned and states in ("conditioned", "both"):
+        else:
             # The state the scaffold led to, shown to the student without the block (its own key: the
             # PG sample of this step is the conditioned prompt). The teacher sees the block it acted on.
             for i, step in enumerate(traj.steps):
