@@ -57,7 +57,7 @@ import misleading_advice as misleading  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from edge.algorithms.contribution import GroupContribution  # noqa: E402
-from edge.algorithms.distill import distills_member, group_weights  # noqa: E402
+from edge.algorithms.distill import distills_member, group_weights, scheduled_coef  # noqa: E402
 from edge.bank.coevolve import prune_rules  # noqa: E402
 from edge.bank.entry import BankEntry  # noqa: E402
 from edge.bank.pruning import PruneRules, caught_up, helped_then_absorbed, not_helping  # noqa: E402
@@ -154,9 +154,10 @@ def planted_distillation(folder: Path) -> dict:
     shown a planted entry, how many of them the gate passed, the states distilled from them, their weight
     (sum over those states of the group's weight g: what scales the reverse-KL pull), and that weight's share
     of all the run's distillation weight. The teacher of such a state saw the planted entry's words. A run
-    that does not distil (``distill.coef: 0``) counts nothing."""
+    that does not distil (``distill.coef: 0``) counts nothing, nor does a round whose scheduled coefficient
+    (``distill.coef_decay_rounds``) has fallen to 0."""
     params = read_run_params(folder)
-    distils = method_settings(params).distill_coef > 0
+    coef = method_settings(params).distill_coef
     if params.bank.block_follows_progress:
         raise ValueError(f"{folder}: bank.block_follows_progress drops states the block no longer covers, which "
                          "this count does not follow")
@@ -166,6 +167,7 @@ def planted_distillation(folder: Path) -> dict:
     for k in rounds:
         round_dir = folder / f"round_{k:03d}"
         groups = [GroupContribution(**g) for g in json.loads((round_dir / "scores.json").read_text())["groups"]]
+        distils = scheduled_coef(coef, params.distill.coef_decay_rounds, k) > 0
         weights = group_weights(groups, params.distill.gate) if distils else {}
         table = pq.read_table(round_dir / "rollouts.parquet", columns=["group_id", "conditioned"]).to_pylist()
         steps: dict[str, int] = {}

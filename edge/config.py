@@ -462,6 +462,14 @@ class DistillConfig(_Section):
     """lambda_d: weight of L_distill in the update (0 turns distillation off)."""
     estimator: Literal["exact", "sampled"] = "exact"
     """``exact``: sum over the admissible actions (score mode); ``sampled``: on the student's action."""
+    coef_decay_rounds: int | None = Field(None, ge=1)
+    """D: lambda_d falls linearly from ``coef`` in round 0 to 0 in round D and stays 0 after,
+    lambda_d(k) = coef * max(0, 1 - k / D) (``edge.algorithms.distill.scheduled_coef``; the round's value is
+    ``distill_coef`` in its metrics). Why: the advice adds most inside the first rounds' groups and little
+    later (training_anatomy.md), so the pull can be spent where the teacher is ahead; with ``coef: 2`` and D
+    one less than the rounds, the mean over the run is 1, the default's total pull. It counts rounds from 0
+    and not from ``train.rounds``, so extending a run does not rewrite the coefficients it trained with.
+    None (the spec, the default): lambda_d = coef in every round."""
     states: Literal["plain", "conditioned", "both"] = "plain"
     """Which states the plain student is distilled on: ``plain``, the plain members' own states (the
     spec); ``conditioned``, the conditioned members' states with the experience removed (the states the
@@ -525,7 +533,7 @@ class DistillConfig(_Section):
             raise ValueError("distill.extra_lr_scale sets the learning rate of the extra steps of "
                              f"distill.extra_epochs, which is 0 (got extra_lr_scale: {self.extra_lr_scale}); "
                              "set extra_epochs > 0 or leave extra_lr_scale at 1.0")
-        for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0)):
+        for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0), ("coef_decay_rounds", None)):
             if getattr(self, name) != off and self.coef == 0:
                 raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "
                                  f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: {off}")

@@ -52,6 +52,7 @@ from edge.algorithms.distill import (
     distill_samples,
     in_plain_context,
     make_distill_loss,
+    scheduled_coef,
 )
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
 from edge.config import EdgeParams, ignored_settings, method_settings, run_folder_name, run_params
@@ -524,7 +525,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     # Before the update: how far the experience block moves the collecting policy on the plain states.
     follow = run.params.bank.block_follows_progress
     shift = advice_shift(actor, trajectories, follow) if run.settings.use_bank else None
-    if run.settings.distill_coef > 0:
+    coef = scheduled_coef(run.settings.distill_coef, d_cfg.coef_decay_rounds, k)
+    if coef > 0:
         # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
         distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
                                   d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0, follow_progress=follow,
@@ -533,7 +535,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
-            extra_loss = make_distill_loss(run.settings.distill_coef, d_cfg.estimator, d_cfg.anchor, actor)
+            extra_loss = make_distill_loss(coef, d_cfg.estimator, d_cfg.anchor, actor)
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}
@@ -541,6 +543,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     # The options' own metrics, in every round of a run that uses them (also one with nothing distilled).
     if distilling and d_cfg.anchor > 0:
         losses["anchor_kl"] = 0.0
+    if distilling and d_cfg.coef_decay_rounds is not None:
+        losses["distill_coef"] = coef
     if distilling and d_cfg.extra_epochs > 0:
         losses |= {"distill_extra_steps": 0, "distill_extra_kl": 0.0}
         if d_cfg.anchor > 0:

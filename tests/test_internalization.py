@@ -18,6 +18,7 @@ from edge.algorithms.distill import (
     in_plain_context,
     make_distill_loss,
     reverse_kl_exact,
+    scheduled_coef,
     teacher_anchor_kl,
 )
 from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
@@ -235,6 +236,25 @@ def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
     metrics = json.loads((run.round_dir(1) / "train_metrics.json").read_text())
     # Round 1's teacher is round 0's update: the advised outputs drifted from it during the update.
     assert metrics["distill_samples"] > 0 and metrics["anchor_kl"] > 0
+
+
+def test_the_decaying_coefficient_falls_linearly_to_zero_and_a_run_distils_nothing_once_it_has(tmp_path):
+    assert [scheduled_coef(1.5, None, k) for k in (0, 3, 40)] == [1.5, 1.5, 1.5]
+    decaying = [scheduled_coef(2.0, 7, k) for k in range(10)]
+    assert decaying[0] == 2.0 and decaying[7:] == [0.0, 0.0, 0.0]
+    assert all(a > b for a, b in zip(decaying[:7], decaying[1:8]))
+    assert sum(decaying[:8]) / 8 == pytest.approx(1.0)  # coef 2 over the default's 8 rounds: its total pull
+
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    raw["distill"] |= {"coef": 0.0, "coef_decay_rounds": 3}
+    with pytest.raises(ValueError, match="distill.coef_decay_rounds acts on the distillation term"):
+        parse_params(raw)
+    # Every group that retrieved is distilled (gate: retrieved), so round 0 distils whatever the credit.
+    raw["distill"] |= {"coef": 2.0, "coef_decay_rounds": 1, "gate": "retrieved"}
+    run = train(parse_params(raw))
+    first, second = (json.loads((run.round_dir(k) / "train_metrics.json").read_text()) for k in (0, 1))
+    assert first["distill_coef"] == 2.0 and first["distill_samples"] > 0 and first["distill_weight"] > 0
+    assert second["distill_coef"] == 0.0 and second["distill_samples"] == 0 and second["distill_weight"] == 0
 
 
 def test_the_amplified_teacher_moves_alpha_times_as_far_as_the_advice_and_the_anchor_holds_the_advised_outputs():

@@ -97,6 +97,11 @@ def teacher_block(traj: Trajectory, index: int, group_block: str, follow_progres
     return group_block
 
 
+def scheduled_coef(coef: float, decay_rounds: int | None, k: int) -> float:
+    """lambda_d in round ``k``: ``coef``, or with ``distill.coef_decay_rounds`` D, coef * max(0, 1 - k / D)."""
+    return coef if decay_rounds is None else coef * max(0.0, 1.0 - k / decay_rounds)
+
+
 def group_weights(contributions: list[GroupContribution], gate: Gate) -> dict[str, float]:
     """The weight g(x) of each group whose states are distilled (groups not listed are not)."""
     if gate == "credit":
