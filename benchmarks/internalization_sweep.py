@@ -314,10 +314,10 @@ CONFIGS = {
     "e40": ("e26 with half the distillation coefficient (distill.coef = 0.5): with e37 (0) and e38 (2), the "
             "coefficient's curve on the learned bank",
             [*E26, "distill.coef=0.5"]),
-    "e41": ("e26 with the coefficient falling from 2 in round 0 to 0 in round 7 (distill.coef = 2, "
-            "distill.coef_decay_rounds = 7): e26's total pull (a mean of 1 over the 8 rounds) spent where the advice "
-            "adds most, the first rounds; e38 pulled at 2 throughout",
-            [*E26, "distill.coef=2", "distill.coef_decay_rounds=7"]),
+    "e41": ("e26 with the coefficient falling linearly from 2 to 0 over 8 rounds (distill.coef = 2, "
+            "distill.coef_decay_rounds = 8): rounds 1-7, where the bank distils, pull at 1.75 down to 0.25, e26's "
+            "total pull (a mean of 1) spent where the advice adds most; e38 pulled at 2 throughout",
+            [*E26, "distill.coef=2", "distill.coef_decay_rounds=8"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

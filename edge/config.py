@@ -466,8 +466,9 @@ class DistillConfig(_Section):
     """D: lambda_d falls linearly from ``coef`` in round 0 to 0 in round D and stays 0 after,
     lambda_d(k) = coef * max(0, 1 - k / D) (``edge.algorithms.distill.scheduled_coef``; the round's value is
     ``distill_coef`` in its metrics). Why: the advice adds most inside the first rounds' groups and little
-    later (training_anatomy.md), so the pull can be spent where the teacher is ahead; with ``coef: 2`` and D
-    one less than the rounds, the mean over the run is 1, the default's total pull. It counts rounds from 0
+    later (training_anatomy.md), so the pull can be spent where the teacher is ahead. A learned bank is empty
+    in round 0 and distils from round 1 on: with ``coef: 2`` and D = 8, rounds 1-7 pull at 1.75 down to 0.25,
+    a mean of 1, the default's total pull over the same rounds. It counts rounds from 0
     and not from ``train.rounds``, so extending a run does not rewrite the coefficients it trained with.
     None (the spec, the default): lambda_d = coef in every round."""
     states: Literal["plain", "conditioned", "both"] = "plain"

@@ -240,10 +240,11 @@ def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
 
 def test_the_decaying_coefficient_falls_linearly_to_zero_and_a_run_distils_nothing_once_it_has(tmp_path):
     assert [scheduled_coef(1.5, None, k) for k in (0, 3, 40)] == [1.5, 1.5, 1.5]
-    decaying = [scheduled_coef(2.0, 7, k) for k in range(10)]
-    assert decaying[0] == 2.0 and decaying[7:] == [0.0, 0.0, 0.0]
-    assert all(a > b for a, b in zip(decaying[:7], decaying[1:8]))
-    assert sum(decaying[:8]) / 8 == pytest.approx(1.0)  # coef 2 over the default's 8 rounds: its total pull
+    decaying = [scheduled_coef(2.0, 8, k) for k in range(10)]
+    assert decaying[0] == 2.0 and decaying[8:] == [0.0, 0.0]
+    assert all(a > b for a, b in zip(decaying[:8], decaying[1:9]))
+    # Rounds 1-7, where a learned bank (empty in round 0) distils: the default's total pull.
+    assert sum(decaying[1:8]) / 7 == pytest.approx(1.0)
 
     raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
     raw["distill"] |= {"coef": 0.0, "coef_decay_rounds": 3}
