@@ -318,6 +318,10 @@ CONFIGS = {
             "distill.coef_decay_rounds = 8): rounds 1-7, where the bank distils, pull at 1.75 down to 0.25, e26's "
             "total pull (a mean of 1) spent where the advice adds most; e38 pulled at 2 throughout",
             [*E26, "distill.coef=2", "distill.coef_decay_rounds=8"]),
+    "e42": ("e26 with the teacher anchored (distill.anchor = 1): student and teacher share the weights, so the "
+            "pull also moves the advised context towards the plain one; the anchor holds it at the round's teacher "
+            "(o17's option, without o17's own-and-plain PG)",
+            [*E26, "distill.anchor=1"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
