@@ -185,6 +185,11 @@ CONFIGS = {
             "plain): o33 without the hand-off",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
+    "o36": ("o31 pulled by the forward KL (distill.divergence = forward): e43's option on the oracle control's "
+            "best ten-seed row, where the teacher's advice is known to help",
+            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
+             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
+             "distill.divergence=forward"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
@@ -322,6 +327,11 @@ CONFIGS = {
             "pull also moves the advised context towards the plain one; the anchor holds it at the round's teacher "
             "(o17's option, without o17's own-and-plain PG)",
             [*E26, "distill.anchor=1"]),
+    "e43": ("e26 pulled by the forward KL (distill.divergence = forward): the reverse KL's gradient on an action "
+            "the plain policy rarely takes is small however much the teacher favours it, and its KL per distilled "
+            "state stays at 0.32-0.37 whatever lambda_d (e37-e41); the forward KL raises such an action by as much "
+            "as the teacher favours it",
+            [*E26, "distill.divergence=forward"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

@@ -462,6 +462,16 @@ class DistillConfig(_Section):
     """lambda_d: weight of L_distill in the update (0 turns distillation off)."""
     estimator: Literal["exact", "sampled"] = "exact"
     """``exact``: sum over the admissible actions (score mode); ``sampled``: on the student's action."""
+    divergence: Literal["reverse", "forward"] = "reverse"
+    """Which KL the plain student is pulled by: ``reverse``, KL(student || teacher) (the spec, mode-seeking:
+    it reshapes the mass on actions the student takes, and its gradient on an action the student rarely
+    takes is small however much the teacher favours it); ``forward``, KL(teacher || student) (mass-covering:
+    the student's logit on an action moves by p_student - p_teacher, so an advised action the plain policy
+    neglects rises by as much as the teacher favours it; on-policy distillation with a forward KL is one of
+    GKD's (Agarwal et al. 2024) choices). Why an option: on the learned bank the reverse KL per distilled
+    state stays at 0.32-0.37 whatever lambda_d (sessions 38-39), the limit issue 14 calls the KL that
+    stays. ``distill_kl`` in the metrics is the reverse KL under both, one measure of the gap. ``forward``
+    needs ``estimator: exact``."""
     coef_decay_rounds: int | None = Field(None, ge=1)
     """D: lambda_d falls linearly from ``coef`` in round 0 to 0 in round D and stays 0 after,
     lambda_d(k) = coef * max(0, 1 - k / D) (``edge.algorithms.distill.scheduled_coef``; the round's value is
@@ -526,6 +536,9 @@ class DistillConfig(_Section):
             raise ValueError("distill.anchor holds the live weights' advised outputs at the round's teacher, "
                              "which needs distill.estimator: exact and distill.teacher: current "
                              f"(got estimator: {self.estimator}, teacher: {self.teacher})")
+        if self.divergence == "forward" and self.estimator != "exact":
+            raise ValueError("distill.divergence: forward sums KL(teacher || student) over the admissible actions, "
+                             f"which needs distill.estimator: exact (got estimator: {self.estimator})")
         if self.guidance_scale != 1.0 and self.estimator != "exact":
             raise ValueError(f"distill.guidance_scale amplifies the teacher over the admissible actions, which needs "
                              f"distill.estimator: exact (got estimator: {self.estimator}, "
@@ -534,7 +547,8 @@ class DistillConfig(_Section):
             raise ValueError("distill.extra_lr_scale sets the learning rate of the extra steps of "
                              f"distill.extra_epochs, which is 0 (got extra_lr_scale: {self.extra_lr_scale}); "
                              "set extra_epochs > 0 or leave extra_lr_scale at 1.0")
-        for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0), ("coef_decay_rounds", None)):
+        for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0), ("coef_decay_rounds", None),
+                          ("divergence", "reverse")):
             if getattr(self, name) != off and self.coef == 0:
                 raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "
                                  f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: {off}")

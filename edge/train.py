@@ -535,7 +535,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
-            extra_loss = make_distill_loss(coef, d_cfg.estimator, d_cfg.anchor, actor)
+            extra_loss = make_distill_loss(coef, d_cfg.estimator, d_cfg.anchor, actor, d_cfg.divergence)
     # Every round reports every loss, also when no group carried signal (then nothing is updated).
     losses = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0, "distill_loss": 0.0,
               "distill_kl": 0.0, "distill_weight": 0.0, "grad_norm": 0.0, "optimizer_steps": 0}

@@ -15,6 +15,7 @@ from edge.algorithms.distill import (
     attach,
     distill_only_update,
     distill_samples,
+    forward_kl_exact,
     in_plain_context,
     make_distill_loss,
     reverse_kl_exact,
@@ -176,6 +177,8 @@ def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_
 @pytest.mark.parametrize("overrides", [
     {"distill": {"states": "both", "gate": "retrieved", "teacher": "base"}, "bank": {"conditioned_pg": "none"}},
     {"distill": {"states": "conditioned", "gate": "retrieved"}, "bank": {"conditioned_pg": "plain"}},
+    {"distill": {"states": "both", "gate": "retrieved", "divergence": "forward"},
+     "bank": {"conditioned_pg": "own-and-plain"}},
 ])
 def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides):
     params = control_params(tmp_path, "edge-oracle-bank")
@@ -223,6 +226,66 @@ def test_the_anchor_holds_the_advised_outputs_while_the_plain_ones_still_move_to
     # it stays at the teacher, and the plain context still moves towards it.
     assert free_kl < 0.5 * before and free_drift > 0.5 * before
     assert held_drift < 0.1 * free_drift and held_kl < 0.8 * before
+
+
+def test_the_forward_kl_raises_an_action_the_student_neglects_faster_than_the_reverse_kl():
+    # The teacher favours action 2, which the student almost never takes (an advised place the plain policy
+    # neglects). One equal gradient step on the logits under each divergence.
+    teacher = torch.log(torch.tensor([0.3, 0.1, 0.6]))
+    start = torch.tensor([3.0, 1.0, -3.0])
+    student = torch.log_softmax(start, 0)
+    assert float(forward_kl_exact(student, teacher)) == pytest.approx(
+        float((teacher.exp() * (teacher - student)).sum()), rel=1e-6)
+    assert float(forward_kl_exact(teacher, teacher)) == pytest.approx(0.0, abs=1e-7)
+
+    def neglected_after_step(divergence):
+        logits = start.clone().requires_grad_(True)
+        divergence(torch.log_softmax(logits, 0), teacher).backward()
+        with torch.no_grad():
+            return float(torch.softmax(logits - 0.5 * logits.grad, 0)[2])
+
+    before = float(student.exp()[2])
+    assert neglected_after_step(forward_kl_exact) > 3 * (neglected_after_step(reverse_kl_exact) - before) + before
+
+
+def test_the_forward_divergence_trains_the_student_and_reports_the_reverse_kl(tmp_path):
+    teacher = tiny_actor(seed=1)
+    trajectories = toy_groups(tiny_actor())
+    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
+                              gate="retrieved")
+    cfg = UpdateConfig(lr=1e-3, epochs=4, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+    student = tiny_actor()
+    with torch.inference_mode():
+        start = student.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+    targets = [torch.tensor(s.extras["teacher"]) for s in distill]
+    forward_before = sum(float(forward_kl_exact(lp, t)) for lp, t in zip(start, targets))
+    optimizer = torch.optim.AdamW(student.policy.model.parameters(), lr=cfg.lr)
+    samples, _ = attach([], [dataclasses.replace(s, extras=dict(s.extras)) for s in distill])
+    stats = policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0),
+                          make_distill_loss(1.0, "exact", divergence="forward"))
+    with torch.inference_mode():
+        end = student.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
+    assert sum(float(forward_kl_exact(lp, t)) for lp, t in zip(end, targets)) < 0.8 * forward_before
+    assert stats["optimizer_steps"] > 0
+    # The hook on the starting outputs: the loss is the forward KL, the reported KL the reverse one (one
+    # measure of the gap whichever divergence is trained; the two differ here by about 1e-3 relative).
+    ones = [1.0] * len(distill)
+    loss, reported = make_distill_loss(1.0, "exact", divergence="forward")(distill, start, start, ones)
+    assert float(loss) == pytest.approx(forward_before, rel=1e-5)
+    assert reported["distill_loss"] == pytest.approx(forward_before, rel=1e-5)
+    assert reported["distill_kl"] == pytest.approx(sum(float(reverse_kl_exact(lp, t)) for lp, t in zip(start, targets)),
+                                                   rel=1e-5)
+    with pytest.raises(ValueError, match="forward.*needs distill.estimator 'exact'"):
+        make_distill_loss(1.0, "sampled", divergence="forward")
+    raw = control_params(tmp_path, "edge-oracle-bank").model_dump(mode="json")
+    raw["distill"] |= {"divergence": "forward", "estimator": "sampled"}
+    with pytest.raises(ValueError, match="distill.divergence: forward .* needs distill.estimator: exact .got "
+                                         "estimator: sampled"):
+        parse_params(raw)
+    raw["distill"] |= {"estimator": "exact", "coef": 0.0}
+    with pytest.raises(ValueError, match="distill.divergence acts on the distillation term"):
+        parse_params(raw)
 
 
 def test_the_anchor_needs_the_exact_estimator_and_the_current_teacher(tmp_path):
@@ -348,7 +411,8 @@ def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alon
 def test_the_extra_steps_learning_rate_scale_moves_the_weights_less_and_is_restored_after():
     teacher = tiny_actor(seed=1)
     trajectories = toy_groups(tiny_actor())
-    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", gate="retrieved")
+    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
+                              gate="retrieved")
     cfg = UpdateConfig(lr=1e-3, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
                        loss_agg="episode-mean", max_grad_norm=1.0)
 

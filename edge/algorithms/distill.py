@@ -22,6 +22,11 @@ which teacher are options (``DistillConfig``; the spec says what each default re
   decoding, applied to the distillation target). Where the block changes nothing the target is the
   plain policy's own; where it does, the target follows the advice more than the network does with the
   advice in its prompt. 1 (the spec): the advised outputs themselves.
+- ``divergence``: ``reverse`` (the spec), KL(student || teacher); ``forward``, KL(teacher || student)
+  on the same states. Their gradients differ where it matters here: on a logit z_a the reverse KL's is
+  ``p_S(a) (log p_S(a) - log p_T(a) - KL)``, which is small on an action the student rarely takes however
+  much the teacher favours it (an advised place the plain policy neglects); the forward KL's is
+  ``p_S(a) - p_T(a)``, which raises such an action by as much as the teacher favours it.
 - ``extra_epochs``: more optimizer steps on the distillation term alone after the shared update
   (``distill_only_update``), towards the same frozen teacher: an extra budget, declared as such.
 - ``anchor``: the student and the teacher are one network, so pulling the plain context towards the
@@ -64,11 +69,18 @@ Estimator = Literal["sampled", "exact"]
 States = Literal["plain", "conditioned", "both"]
 Gate = Literal["credit", "retrieved"]
 Teacher = Literal["current", "base"]
+Divergence = Literal["reverse", "forward"]
 
 
 def reverse_kl_exact(student_logp: torch.Tensor, teacher_logp: torch.Tensor) -> torch.Tensor:
     """KL(student || teacher) over a finite action set, from log-probabilities."""
     return (student_logp.exp() * (student_logp - teacher_logp)).sum()
+
+
+def forward_kl_exact(student_logp: torch.Tensor, teacher_logp: torch.Tensor) -> torch.Tensor:
+    """KL(teacher || student) over a finite action set, from log-probabilities (mass-covering: the
+    teacher's mass on an action the student lacks costs most)."""
+    return (teacher_logp.exp() * (teacher_logp - student_logp)).sum()
 
 
 def reverse_kl_sampled_loss(student_logp: torch.Tensor, teacher_logp: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -305,16 +317,23 @@ def teacher_anchor_kl(teacher_logp: torch.Tensor, live_logp: torch.Tensor) -> to
     """KL(teacher || live) over a finite action set: how far the live weights' advised outputs have
     moved from the round's teacher (forward KL: mass the teacher put on an action and the live weights
     took away costs most)."""
-    return (teacher_logp.exp() * (teacher_logp - live_logp)).sum()
+    return forward_kl_exact(live_logp, teacher_logp)
 
 
-def make_distill_loss(coef: float, estimator: Estimator, anchor: float = 0.0, actor: Actor | None = None):
-    """The ``extra_loss`` hook for ``policy_update``: coef * g(x) * KL on every state that carries the
-    teacher, with the update's normalised unit weights (the same as the PG term's). With ``anchor > 0``
-    (``distill.anchor``; needs the exact estimator, the samples' ``teacher_prompt`` and ``actor``, whose
-    live weights are being updated) also anchor * g(x) * KL(teacher || live) in the advised context."""
+def make_distill_loss(coef: float, estimator: Estimator, anchor: float = 0.0, actor: Actor | None = None,
+                      divergence: Divergence = "reverse"):
+    """The ``extra_loss`` hook for ``policy_update``: coef * g(x) * D on every state that carries the
+    teacher, with the update's normalised unit weights (the same as the PG term's), D the ``divergence``
+    (``distill.divergence``: reverse KL, the spec, or forward KL, which needs the exact estimator). The
+    reported ``distill_kl`` is the reverse KL whichever is trained, so that rows compare on one measure of
+    the gap. With ``anchor > 0`` (``distill.anchor``; needs the exact estimator, the samples'
+    ``teacher_prompt`` and ``actor``, whose live weights are being updated) also anchor * g(x) *
+    KL(teacher || live) in the advised context."""
     if anchor > 0 and (estimator != "exact" or actor is None):
         raise ValueError("distill.anchor needs distill.estimator 'exact' and the live actor")
+    if divergence == "forward" and estimator != "exact":
+        raise ValueError("distill.divergence 'forward' sums over the admissible actions, which needs "
+                         "distill.estimator 'exact'")
 
     def extra_loss(chunk, units, full, weights):
         device = units[0].device if units else torch.device("cpu")
@@ -341,13 +360,15 @@ def make_distill_loss(coef: float, estimator: Estimator, anchor: float = 0.0, ac
             teacher = torch.tensor(s.extras["teacher"], device=device)
             if estimator == "exact":
                 kl = reverse_kl_exact(full[i], teacher)
-                surrogate, value = kl, float(kl.detach())
+                surrogate = kl if divergence == "reverse" else forward_kl_exact(full[i], teacher)
+                value, trained = float(kl.detach()), float(surrogate.detach())
             else:
                 surrogate, value = reverse_kl_sampled_loss(units[i], teacher)
+                trained = value
             w = weights[i]
             loss = loss + coef * s.extras["credit"] * w * surrogate
-            stats["distill_loss"] += coef * s.extras["credit"] * w * value
-            # KL per distilled state, averaged with the same weights: kl_sum / weight at the end.
+            stats["distill_loss"] += coef * s.extras["credit"] * w * trained
+            # Reverse KL per distilled state, averaged with the same weights: kl_sum / weight at the end.
             stats["distill_kl"] += w * value
             stats["distill_weight"] += w * s.n_units
         return loss, stats
