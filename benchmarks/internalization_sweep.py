@@ -332,6 +332,12 @@ CONFIGS = {
             "state stays at 0.32-0.37 whatever lambda_d (e37-e41); the forward KL raises such an action by as much "
             "as the teacher favours it",
             [*E26, "distill.divergence=forward"]),
+    "e44": ("e26 with the advised members' PG in the plain context too (bank.conditioned_pg = own-and-plain): under "
+            "plain_failed the advised episodes are the wins on tasks the plain policy failed four times, and with "
+            "advantages against the plain members' mean each is credited by how far it beat the plain policy; "
+            "replayed without the block they teach the plain policy what worked, not only the teacher's outputs "
+            "on its own failed states (o31's update does this; e20 tried it on the learned bank under always)",
+            [*E26, "bank.conditioned_pg=own-and-plain"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
