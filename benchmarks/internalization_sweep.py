@@ -338,6 +338,11 @@ CONFIGS = {
             "replayed without the block they teach the plain policy what worked, not only the teacher's outputs "
             "on its own failed states (o31's update does this; e20 tried it on the learned bank under always)",
             [*E26, "bank.conditioned_pg=own-and-plain"]),
+    "e45": ("e26 with six of each group's eight members advised where shown (bank.rho = 0.75): under plain_failed "
+            "the two plain members then decide, so the block reaches every group whose two plain episodes failed "
+            "(e26 shows it in 26-28% of groups, those whose four failed), with six advised episodes there; the "
+            "scaffold raised, e26's advantage baseline kept",
+            [*E26, "bank.rho=0.75"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
