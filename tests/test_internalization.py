@@ -151,14 +151,20 @@ def test_advice_shift_is_zero_without_a_block_effect_and_positive_with_one():
     assert advice_shift(actor, trajectories) == pytest.approx(0.0, abs=1e-6)
 
 
-def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_the_teacher():
-    # A teacher that differs from the student (another initialisation), so that there is a KL to close.
+def distinct_teacher_round():
+    """Distillation samples of both kinds of states from a teacher that differs from the student (another
+    initialisation), so that there is a KL to close, and the update settings that close it."""
     teacher = tiny_actor(seed=1)
     trajectories = toy_groups(tiny_actor())
     distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
                               gate="retrieved")
     cfg = UpdateConfig(lr=1e-3, epochs=4, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
                        loss_agg="episode-mean", max_grad_norm=1.0)
+    return distill, cfg
+
+
+def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_the_teacher():
+    distill, cfg = distinct_teacher_round()
 
     def kl_after(coef):
         student = tiny_actor()
@@ -249,12 +255,7 @@ def test_the_forward_kl_raises_an_action_the_student_neglects_faster_than_the_re
 
 
 def test_the_forward_divergence_trains_the_student_and_reports_the_reverse_kl(tmp_path):
-    teacher = tiny_actor(seed=1)
-    trajectories = toy_groups(tiny_actor())
-    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
-                              gate="retrieved")
-    cfg = UpdateConfig(lr=1e-3, epochs=4, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
-                       loss_agg="episode-mean", max_grad_norm=1.0)
+    distill, cfg = distinct_teacher_round()
     student = tiny_actor()
     with torch.inference_mode():
         start = student.action_logprobs([s.prompt_ids for s in distill], [s.candidate_ids for s in distill])
