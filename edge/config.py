@@ -466,8 +466,8 @@ class DistillConfig(_Section):
     """Which KL the plain student is pulled by: ``reverse``, KL(student || teacher) (the spec, mode-seeking:
     it reshapes the mass on actions the student takes, and its gradient on an action the student rarely
     takes is small however much the teacher favours it); ``forward``, KL(teacher || student) (mass-covering:
-    the student's logit on an action moves by p_student - p_teacher, so an advised action the plain policy
-    neglects rises by as much as the teacher favours it; on-policy distillation with a forward KL is one of
+    the gradient on the student's logit of an action is p_student - p_teacher, so an advised action the plain
+    policy neglects rises by as much as the teacher favours it; on-policy distillation with a forward KL is one of
     GKD's (Agarwal et al. 2024) choices). Why an option: on the learned bank the reverse KL per distilled
     state stays at 0.32-0.37 whatever lambda_d (sessions 38-39), the limit issue 14 calls the KL that
     stays. ``distill_kl`` in the metrics is the reverse KL under both, one measure of the gap. ``forward``
