@@ -191,9 +191,9 @@ CONFIGS = {
              "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
              "distill.divergence=forward"]),
     "o37": ("o31 with its distillation front-loaded (distill.coef = 1.6, distill.coef_decay_rounds = 4): the scaffold "
-            "is handed off after round 3, so rounds 0-3 pull at 1.6, 1.2, 0.8, 0.4, a mean of 1, o31's total pull, spent "
-            "where the advice adds most (issue 14's coefficient schedule on the oracle control; e41 measured it on the "
-            "learned bank, whose round 0 distils nothing)",
+            "is handed off after round 3, so rounds 0-3 pull at 1.6, 1.2, 0.8, 0.4, a mean of 1, o31's total pull, "
+            "spent where the advice adds most (issue 14's coefficient schedule on the oracle control; e41 measured it "
+            "on the learned bank, whose round 0 distils nothing)",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
              "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
              "distill.coef=1.6", "distill.coef_decay_rounds=4"]),
