@@ -412,8 +412,7 @@ def test_extra_distillation_epochs_take_their_steps_on_the_distilled_states_alon
 def test_the_extra_steps_learning_rate_scale_moves_the_weights_less_and_is_restored_after():
     teacher = tiny_actor(seed=1)
     trajectories = toy_groups(tiny_actor())
-    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
-                              gate="retrieved")
+    distill = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", gate="retrieved")
     cfg = UpdateConfig(lr=1e-3, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
                        loss_agg="episode-mean", max_grad_norm=1.0)
 
