@@ -63,6 +63,12 @@ E26 = ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=tru
 """Row e26's overrides: the learned bank's options measured best so far, which the planted-entry rows build on."""
 
 
+O31 = ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both", "bank.rho_schedule=handoff",
+       "bank.handoff_round=4", "bank.condition_when=plain_failed"]
+"""Row o31's overrides: the oracle control's best ten-seed row (+4.1 [0.8, 7.4] over GRPO), which o33, o36 and o37
+change."""
+
+
 def e26_without(*fields: str) -> list[str]:
     """E26 less the overrides of ``fields`` (``section.key``), which then keep params.yaml's values."""
     return [o for o in E26 if o.split("=")[0] not in fields]
@@ -164,8 +170,7 @@ CONFIGS = {
             "plain_failed), the others playing GRPO's group: the scaffold withdraws task by task as the plain policy "
             "learns, and the plain policy keeps GRPO's own episodes wherever they carry a signal (a split group has "
             "half as many), as Guide (Nath et al. 2025) adds guidance only where the policy fails",
-            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
-             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed"]),
+            O31),
     "o32": ("o23 with the block shown only where the group's plain members all failed (o31 without the hand-off): "
             "does a scaffold that withdraws by itself need handing off?",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
@@ -174,9 +179,7 @@ CONFIGS = {
             "plain): the plain members of a group shown the block lose no more than GRPO's would (an all-failed "
             "plain half carries nothing instead of being pushed down by the advised wins), and an advised episode, "
             "in its own context and in the plain one, is credited by how far it beat the plain policy",
-            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
-             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
-             "bank.advantage_baseline=plain"]),
+            [*O31, "bank.advantage_baseline=plain"]),
     "o34": ("o26 with a split group's advantages measured against its plain members' mean (bank.advantage_baseline = "
             "plain), every group split while the scaffold is on",
             ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
@@ -187,16 +190,12 @@ CONFIGS = {
              "bank.condition_when=plain_failed", "bank.advantage_baseline=plain"]),
     "o36": ("o31 pulled by the forward KL (distill.divergence = forward): e43's option on the oracle control's "
             "best ten-seed row, where the teacher's advice is known to help",
-            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
-             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
-             "distill.divergence=forward"]),
+            [*O31, "distill.divergence=forward"]),
     "o37": ("o31 with its distillation front-loaded (distill.coef = 1.6, distill.coef_decay_rounds = 4): the scaffold "
             "is handed off after round 3, so rounds 0-3 pull at 1.6, 1.2, 0.8, 0.4, a mean of 1, o31's total pull, "
             "spent where the advice adds most (issue 14's coefficient schedule on the oracle control; e41 measured it "
             "on the learned bank, whose round 0 distils nothing)",
-            ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both",
-             "bank.rho_schedule=handoff", "bank.handoff_round=4", "bank.condition_when=plain_failed",
-             "distill.coef=1.6", "distill.coef_decay_rounds=4"]),
+            [*O31, "distill.coef=1.6", "distill.coef_decay_rounds=4"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
