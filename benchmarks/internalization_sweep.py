@@ -196,6 +196,14 @@ CONFIGS = {
             "spent where the advice adds most (issue 14's coefficient schedule on the oracle control; e41 measured it "
             "on the learned bank, whose round 0 distils nothing)",
             [*O31, "distill.coef=1.6", "distill.coef_decay_rounds=4"]),
+    "o38": ("o31 with the anchor off (distill.anchor = 0): the control for o39, whose fixed teacher cannot be "
+            "anchored (the anchor holds the live weights' advised outputs at the round's teacher)",
+            [*O31, "distill.anchor=0.0"]),
+    "o39": ("o38 with a fixed teacher (distill.teacher = base): the warm start with the advice, the same in every "
+            "round. Each round's current teacher is one update further on and its states are new, so the KL per "
+            "distilled state may stay because the target moves; a fixed target does not (o8 measured it only under "
+            "the spec's update, on two seeds of another machine)",
+            [*O31, "distill.anchor=0.0", "distill.teacher=base"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
