@@ -204,6 +204,12 @@ CONFIGS = {
             "distilled state may stay because the target moves; a fixed target does not (o8 measured it only under "
             "the spec's update, on two seeds of another machine)",
             [*O31, "distill.anchor=0.0", "distill.teacher=base"]),
+    "o40": ("o31 with the teacher following each state's progress (distill.teacher_follows_progress): the find "
+            "advice leaves the teacher's prompt once the object is in hand, and a state with no advice left is not "
+            "distilled. With the find advice in its prompt, an agent holding the object heads back to where such "
+            "objects lie, so there the teacher is worse than the plain policy; the rollouts keep the whole block "
+            "(o25 changed them too)",
+            [*O31, "distill.teacher_follows_progress=true"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
@@ -357,6 +363,9 @@ CONFIGS = {
             "(e26 shows it in 26-28% of groups, those whose four failed), with six advised episodes there; the "
             "scaffold raised, e26's advantage baseline kept",
             [*E26, "bank.rho=0.75"]),
+    "e46": ("e26 with the teacher following each state's progress (distill.teacher_follows_progress): o40's "
+            "option on the learned bank",
+            [*E26, "distill.teacher_follows_progress=true"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

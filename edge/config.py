@@ -503,6 +503,16 @@ class DistillConfig(_Section):
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run."""
+    teacher_follows_progress: bool = False
+    """The teacher sees, at each distilled state, the block without the entries of the stages the episode
+    has completed by then (``Knowledge.stages_done``, as ``bank.block_follows_progress`` shows it), and a
+    state with none left is not distilled; the rollouts still show the block whole. Why: with the find advice
+    in its prompt, an agent that holds the object heads back to where such objects lie (o23's final policy
+    with the advice heads a carried object to the target 4.5 points of share less often;
+    step_probe_o23_place_xeon10.md), so on the states after the take the teacher is worse than the plain
+    policy, and distilling there pulls the plain policy the wrong way. ``bank.block_follows_progress`` changes
+    the rollouts and the warm start too (o25: -5.3 points against o23); this changes only the target.
+    False (the spec): the block as retrieved at every state."""
     guidance_scale: float = Field(1.0, ge=1.0)
     """alpha: the teacher is the plain context's distribution moved alpha times as far as the experience
     moves it, softmax(l_plain + alpha (l_advised - l_plain)) over the admissible actions, at the teacher's

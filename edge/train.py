@@ -530,7 +530,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
         distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
                                   d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0, follow_progress=follow,
-                                  guidance_scale=d_cfg.guidance_scale)
+                                  guidance_scale=d_cfg.guidance_scale,
+                                  teacher_follows_progress=d_cfg.teacher_follows_progress)
         n_distill = len(distill)
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.

@@ -180,10 +180,36 @@ def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_
     assert untouched > 0.01 and kl_after(1.0) < 0.8 * untouched
 
 
+def test_a_teacher_that_follows_progress_is_not_distilled_on_states_after_the_take_it_advises(monkeypatch):
+    """``distill.teacher_follows_progress``: every episode takes its task's object at its first step; the
+    block is the find advice alone, so from the second step on the teacher has nothing left to say."""
+    actor = tiny_actor()
+    trajectories = toy_groups(actor)
+    for t in trajectories:
+        first = t.steps[0]
+        take = f"take {t.task.spec['goal']['object']} 1 from countertop 1"
+        t.steps[0] = dataclasses.replace(first, decision=dataclasses.replace(first.decision, action=take))
+    contributions = group_contributions(trajectories)
+
+    def distilled(**option):
+        return distill_samples(actor, trajectories, contributions, "exact", states="both", gate="retrieved",
+                               keep_teacher_prompt=True, **option)
+
+    whole, trimmed = distilled(), distilled(teacher_follows_progress=True)
+    assert {s.key[1] for s in trimmed} == {0}  # the first states only: the find advice still stands there
+    assert len(whole) > len(trimmed) == len([s for s in whole if s.key[1] == 0])
+    by_key = {s.key: s for s in whole}
+    for s in trimmed:  # where the teacher keeps the block, it is the same teacher as without the option
+        assert s.extras["teacher_prompt"] == by_key[s.key].extras["teacher_prompt"]
+        assert s.extras["teacher"] == pytest.approx(by_key[s.key].extras["teacher"])
+
+
 @pytest.mark.parametrize("overrides", [
     {"distill": {"states": "both", "gate": "retrieved", "teacher": "base"}, "bank": {"conditioned_pg": "none"}},
     {"distill": {"states": "conditioned", "gate": "retrieved"}, "bank": {"conditioned_pg": "plain"}},
     {"distill": {"states": "both", "gate": "retrieved", "divergence": "forward"},
+     "bank": {"conditioned_pg": "own-and-plain"}},
+    {"distill": {"states": "both", "gate": "retrieved", "teacher_follows_progress": True, "anchor": 1.0},
      "bank": {"conditioned_pg": "own-and-plain"}},
 ])
 def test_the_options_train_end_to_end_on_the_oracle_control(tmp_path, overrides):

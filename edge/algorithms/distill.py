@@ -96,16 +96,22 @@ def experience_blocks(trajectories: list[Trajectory]) -> dict[str, str]:
     return {t.group_id: t.experience.text for t in trajectories if t.conditioned and t.experience is not None}
 
 
-def teacher_block(traj: Trajectory, index: int, group_block: str, follow_progress: bool) -> str | None:
+def teacher_block(traj: Trajectory, index: int, group_block: str, follow_progress: bool,
+                  trim: bool = False) -> str | None:
     """The block the teacher sees at step ``index`` of ``traj``: a conditioned member's own (what its
     prompt had; rollouts written before steps recorded it have the group's), a plain member's group's
     block; with ``follow_progress``, the plain member's without the stages its actions so far completed,
-    and the conditioned member's as recorded even where it was none (None: nothing to distil there)."""
+    and the conditioned member's as recorded even where it was none (None: nothing to distil there).
+    ``trim`` (``distill.teacher_follows_progress``): both members' without the completed stages, also
+    where the rollouts showed the block whole."""
+    done_so_far = [s.decision.action for s in traj.steps[:index]]
     if traj.conditioned:
         recorded = traj.steps[index].experience
-        return recorded if follow_progress else (recorded or group_block)
-    if follow_progress:
-        return block_after(group_block, traj.task, [s.decision.action for s in traj.steps[:index]])
+        if follow_progress:
+            return recorded
+        return block_after(recorded or group_block, traj.task, done_so_far) if trim else (recorded or group_block)
+    if follow_progress or trim:
+        return block_after(group_block, traj.task, done_so_far)
     return group_block
 
 
@@ -130,15 +136,18 @@ def distills_member(conditioned: bool, states: States) -> bool:
 def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions: list[GroupContribution],
                     estimator: Estimator, states: States = "plain", gate: Gate = "credit",
                     teacher: Teacher = "current", keep_teacher_prompt: bool = False,
-                    follow_progress: bool = False, guidance_scale: float = 1.0) -> list[Sample]:
+                    follow_progress: bool = False, guidance_scale: float = 1.0,
+                    teacher_follows_progress: bool = False) -> list[Sample]:
     """The distillation samples of a round: one per distilled state, as the plain student sees it,
     with the group's weight (``extras["credit"]``) and the frozen teacher's log-probabilities
     (``extras["teacher"]``) attached; with ``keep_teacher_prompt`` also the teacher's prompt
     (``extras["teacher_prompt"]``, the state with the block: the anchor evaluates the live weights on it).
     With ``follow_progress`` (``bank.block_follows_progress``) the teacher sees the block as the episode
     was or would have been shown it at each state (``teacher_block``), and a state with none left gives
-    no sample. With ``guidance_scale`` alpha != 1 the teacher is the amplified target (module docstring)
-    and the advised outputs themselves, which the anchor holds, are kept as ``extras["advised"]``."""
+    no sample; ``teacher_follows_progress`` (``distill.teacher_follows_progress``) does so for the teacher
+    alone, the rollouts having shown the block whole. With ``guidance_scale`` alpha != 1 the teacher is the
+    amplified target (module docstring) and the advised outputs themselves, which the anchor holds, are kept
+    as ``extras["advised"]``."""
     if guidance_scale != 1.0 and estimator != "exact":
         raise ValueError(f"distill.guidance_scale {guidance_scale} amplifies the teacher's distribution over the "
                          "admissible actions, which needs distill.estimator 'exact'")
@@ -163,7 +172,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
                 d = step.decision
                 if d.candidate_ids is None and not d.response_ids:
                     continue
-                shown = teacher_block(traj, i, block[traj.group_id], follow_progress)
+                shown = teacher_block(traj, i, block[traj.group_id], follow_progress, teacher_follows_progress)
                 if shown is None:
                     continue
                 samples.append(Sample(d.prompt_ids, d.candidate_ids, d.chosen, d.response_ids, list(d.logp), 0.0,
@@ -174,7 +183,7 @@ def distill_samples(actor: Actor, trajectories: list[Trajectory], contributions:
             # PG sample of this step is the conditioned prompt). The teacher sees the block it acted on.
             for i, step in enumerate(traj.steps):
                 d = step.decision
-                shown = teacher_block(traj, i, block[traj.group_id], follow_progress)
+                shown = teacher_block(traj, i, block[traj.group_id], follow_progress, teacher_follows_progress)
                 if d.candidate_ids is None or shown is None:
                     continue
                 samples.append(Sample(actor.builder.prompt_ids(traj.state_at(i)), d.candidate_ids, d.chosen, None,
