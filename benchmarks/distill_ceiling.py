@@ -84,35 +84,39 @@ def success_by_task(actor: Actor, tasks, seed: int, advised: bool) -> dict[str, 
     return {task: float(won) for task, won in result.won_by_task.items()}
 
 
-def probe(config: str, seed: int, iterations: int, epochs: int, episodes: int, eval_every: int,
-          reference_runs: Path) -> dict:
-    folder = sweep.run_folder(config, seed, reference_runs)
+def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, eval_every: int,
+          student_checkpoint: Path | None = None) -> dict:
+    """The probe on the run in ``folder`` (an oracle-control run): its final checkpoint is the teacher and,
+    unless ``student_checkpoint`` names another (``--student base``: the run's warm start), the student."""
     params = run_params(json.loads((folder / "params.json").read_text()))
     checkpoint = folder / f"round_{params.train.rounds - 1:03d}" / "checkpoint"
     if not checkpoint.exists():
-        raise FileNotFoundError(f"{checkpoint}: the run of {config} at seed {seed} has no final checkpoint")
+        raise FileNotFoundError(f"{checkpoint}: the run has no final checkpoint (expected after its last round)")
+    env = params.train.env
     torch.manual_seed(seed)
-    teacher = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=["household"]))
-    student = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=["household"]))
+    teacher = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=[env]))
+    student = Actor(load_policy(params.policy, checkpoint=student_checkpoint or checkpoint, seed=seed, envs=[env]))
     g = params.grpo
     update_cfg = UpdateConfig(g.lr, 1, g.minibatches, g.clip_low, g.clip_high, 0.0, g.loss_agg, g.max_grad_norm)
     optimizer = torch.optim.AdamW(student.policy.model.parameters(), lr=g.lr)
     loss = make_distill_loss(1.0, "exact")
-    eval_tasks = generate_tasks("household", SPLIT, episodes, params.seed)
+    eval_tasks = generate_tasks(env, SPLIT, episodes, params.seed)
     eval_seed = params.seed * 7919 + 17  # one stream for every evaluation of this seed: paired by task
     teacher_advised = success_by_task(teacher, eval_tasks, eval_seed, advised=True)
-    start_plain = success_by_task(teacher, eval_tasks, eval_seed, advised=False)
-    pool = generate_tasks("household", "train", params.data.train_tasks, params.seed)
+    start_plain = success_by_task(student, eval_tasks, eval_seed, advised=False)
+    pool = generate_tasks(env, "train", params.data.train_tasks, params.seed)
+    max_steps = params.rollout.max_steps
     half = params.rollout.group_size // 2
     rows, evals = [], {"0": start_plain}  # by iteration, as JSON keys
     for i in range(1, iterations + 1):
         started = time.perf_counter()
         # Training tasks the run's own rounds did not draw in this order (another stream).
-        tasks = random.Random(seed * 1_000_003 + 500_000 + i).sample(pool, params.rollout.tasks_per_round)
+        tasks = random.Random(seed * 1_000_003 + 500_000 + i).sample(pool, min(params.rollout.tasks_per_round,
+                                                                                len(pool)))
         stage = seed * 1_000_003 + 900_000 + i
         advised = rollout(teacher, tasks, 2 * half, stage, conditioned_per_group=half, members=range(half),
-                          experiences={t.task_id: true_advice_experience(t) for t in tasks})
-        plain = rollout(student, tasks, 2 * half, stage, members=range(half, 2 * half))
+                          experiences={t.task_id: true_advice_experience(t) for t in tasks}, max_steps=max_steps)
+        plain = rollout(student, tasks, 2 * half, stage, members=range(half, 2 * half), max_steps=max_steps)
         trajectories = advised + plain
         samples = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact",
                                   states="both", gate="retrieved")
@@ -127,9 +131,10 @@ def probe(config: str, seed: int, iterations: int, epochs: int, episodes: int, e
             row["plain_success"] = fmean(evals[str(i)].values())
         row["seconds"] = time.perf_counter() - started
         rows.append(row)
-        print(f"  {config} s{seed} iteration {i}/{iterations}: KL {before:.3f} -> {row['kl_after']:.3f}"
+        print(f"  {folder.name} iteration {i}/{iterations}: KL {before:.3f} -> {row['kl_after']:.3f}"
               + (f", plain {row['plain_success']:.1%}" if "plain_success" in row else ""), flush=True)
-    return {"config": config, "seed": seed, "episodes": episodes, "epochs": epochs, "iterations": iterations,
+    return {"run": str(folder), "student": str(student_checkpoint or checkpoint), "seed": seed,
+            "episodes": episodes, "epochs": epochs, "iterations": iterations,
             "teacher_advised": fmean(teacher_advised.values()), "start_plain": fmean(start_plain.values()),
             "evals": {i: fmean(e.values()) for i, e in evals.items()},
             "final_tasks": evals[str(iterations)], "teacher_tasks": teacher_advised, "start_tasks": start_plain,
@@ -214,6 +219,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=4, help="epochs of grpo.minibatches steps per iteration")
     parser.add_argument("--episodes", type=int, default=400, help="evaluation tasks (test_seen)")
     parser.add_argument("--eval-every", type=int, default=2)
+    parser.add_argument("--student", choices=["final", "base"], default="final",
+                        help="the student's starting weights: the run's final checkpoint or its warm start")
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
     args = parser.parse_args()
     if args.config not in sweep.CONFIGS or sweep.method_of(args.config) != sweep.ORACLE:
@@ -223,14 +230,19 @@ def main() -> None:
     CACHE.mkdir(parents=True, exist_ok=True)
     results = {}
     for s in seeds:
-        cached = CACHE / f"{args.config}-s{s}-i{args.iterations}-e{args.epochs}-n{args.episodes}.json"
+        student = "" if args.student == "final" else f"-{args.student}"
+        cached = CACHE / f"{args.config}{student}-s{s}-i{args.iterations}-e{args.epochs}-n{args.episodes}.json"
         if not cached.exists():
             print(f"{args.config} seed {s}", flush=True)
-            cached.write_text(json.dumps(probe(args.config, s, args.iterations, args.epochs, args.episodes,
-                                               args.eval_every, args.reference_runs), indent=1))
+            folder = sweep.run_folder(args.config, s, args.reference_runs)
+            base = None
+            if args.student == "base":
+                base = run_params(json.loads((folder / "params.json").read_text())).train.base_checkpoint
+            cached.write_text(json.dumps(probe(folder, s, args.iterations, args.epochs, args.episodes,
+                                               args.eval_every, base), indent=1))
         results[s] = json.loads(cached.read_text())
     summ = summary(args.config, results)
-    name = f"distill_ceiling_{args.config}"
+    name = f"distill_ceiling_{args.config}" + ("" if args.student == "final" else f"_{args.student}")
     command = "benchmarks/distill_ceiling.py " + " ".join(sys.argv[1:])
     (sweep.OUT / f"{name}.json").write_text(json.dumps({"summary": summ, "runs": results}, indent=1))
     (sweep.OUT / f"{name}.md").write_text(markdown(args.config, results, summ, command))
