@@ -66,6 +66,9 @@ from edge.rollout import rollout  # noqa: E402
 from edge.warmup import true_advice_experience  # noqa: E402
 
 CACHE = sweep.ROOT / "ceiling"
+DISTILLED = {"both": "the student's own plain states and the teacher's advised ones, the block removed "
+                     "(distill.states: both)",
+             "won": "only the states of the teacher's advised episodes that won, the block removed"}
 SPLIT = "test_seen"
 
 
@@ -85,9 +88,13 @@ def success_by_task(actor: Actor, tasks, seed: int, advised: bool) -> dict[str, 
 
 
 def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, eval_every: int,
-          student_checkpoint: Path | None = None) -> dict:
+          student_checkpoint: Path | None = None, states: str = "both") -> dict:
     """The probe on the run in ``folder`` (an oracle-control run): its final checkpoint is the teacher and,
-    unless ``student_checkpoint`` names another (``--student base``: the run's warm start), the student."""
+    unless ``student_checkpoint`` names another (``--student base``: the run's warm start), the student.
+    ``states``: ``both`` (the student's plain states and the teacher's advised ones) or ``won`` (only the
+    states of the teacher's advised episodes that won: its choices where they led to a win)."""
+    if states not in ("both", "won"):
+        raise ValueError(f"states: expected 'both' or 'won', got {states!r}")
     params = run_params(json.loads((folder / "params.json").read_text()))
     checkpoint = folder / f"round_{params.train.rounds - 1:03d}" / "checkpoint"
     if not checkpoint.exists():
@@ -118,8 +125,12 @@ def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, 
                           experiences={t.task_id: true_advice_experience(t) for t in tasks}, max_steps=max_steps)
         plain = rollout(student, tasks, 2 * half, stage, members=range(half, 2 * half), max_steps=max_steps)
         trajectories = advised + plain
-        samples = distill_samples(teacher, trajectories, group_contributions(trajectories), "exact",
-                                  states="both", gate="retrieved")
+        contributions = group_contributions(trajectories)  # every group that retrieved, weight 1
+        if states == "both":
+            samples = distill_samples(teacher, trajectories, contributions, "exact", states="both", gate="retrieved")
+        else:
+            samples = distill_samples(teacher, [t for t in advised if t.won], contributions, "exact",
+                                      states="conditioned", gate="retrieved")
         before = kl_per_state(student, samples)
         generator = torch.Generator().manual_seed(stage)
         steps = distill_only_update(student, optimizer, samples, update_cfg, epochs, generator, loss)
@@ -133,7 +144,7 @@ def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, 
         rows.append(row)
         print(f"  {folder.name} iteration {i}/{iterations}: KL {before:.3f} -> {row['kl_after']:.3f}"
               + (f", plain {row['plain_success']:.1%}" if "plain_success" in row else ""), flush=True)
-    return {"run": str(folder), "student": str(student_checkpoint or checkpoint), "seed": seed,
+    return {"run": str(folder), "student": str(student_checkpoint or checkpoint), "states": states, "seed": seed,
             "episodes": episodes, "epochs": epochs, "iterations": iterations,
             "teacher_advised": fmean(teacher_advised.values()), "start_plain": fmean(start_plain.values()),
             "evals": {i: fmean(e.values()) for i, e in evals.items()},
@@ -160,7 +171,7 @@ def interval(d: dict) -> str:
     return f"{100 * d['mean']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}]"
 
 
-def markdown(config: str, results: dict[int, dict], summ: dict, command: str) -> str:
+def markdown(config: str, results: dict[int, dict], summ: dict, command: str, name: str) -> str:
     seeds = sorted(results)
     any_run = results[seeds[0]]
     lines = [f"# Distillation alone, from a frozen teacher: the ceiling of internalization ({config})", "",
@@ -169,7 +180,8 @@ def markdown(config: str, results: dict[int, dict], summ: dict, command: str) ->
              f"{any_run['iterations']} iterations of {any_run['epochs']} epochs; evaluation on the first "
              f"{any_run['episodes']} {SPLIT} tasks, one stream per seed for every evaluation (paired by task). "
              f"Command: `{command}`. Machine: {any_run['machine']}.", "",
-             "![plain success and KL per iteration](" + f"distill_ceiling_{config}.png)", "",
+             f"Distilled states: {DISTILLED[any_run.get('states', 'both')]}.", "",
+             f"![plain success and KL per iteration]({name}.png)", "",
              "| seed | teacher with the advice | plain at the start | plain after | after − start | "
              "KL per state, first iteration (before → after) | last iteration (before → after) |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -221,6 +233,8 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=2)
     parser.add_argument("--student", choices=["final", "base"], default="final",
                         help="the student's starting weights: the run's final checkpoint or its warm start")
+    parser.add_argument("--states", choices=["both", "won"], default="both",
+                        help="distilled states: the student's and the teacher's, or the teacher's won episodes' only")
     parser.add_argument("--reference-runs", type=Path, default=Path("benchmarks/runs"))
     args = parser.parse_args()
     if args.config not in sweep.CONFIGS or sweep.method_of(args.config) != sweep.ORACLE:
@@ -229,9 +243,11 @@ def main() -> None:
     torch.set_num_threads(1)
     CACHE.mkdir(parents=True, exist_ok=True)
     results = {}
+    # The options off their defaults name the result: distill_ceiling_o31, distill_ceiling_o31_base_won, ...
+    variant = "".join(f"_{v}" for v, default in ((args.student, "final"), (args.states, "both")) if v != default)
     for s in seeds:
-        student = "" if args.student == "final" else f"-{args.student}"
-        cached = CACHE / f"{args.config}{student}-s{s}-i{args.iterations}-e{args.epochs}-n{args.episodes}.json"
+        cached = CACHE / f"{args.config}{variant.replace('_', '-')}-s{s}-i{args.iterations}-e{args.epochs}" \
+                         f"-n{args.episodes}.json"
         if not cached.exists():
             print(f"{args.config} seed {s}", flush=True)
             folder = sweep.run_folder(args.config, s, args.reference_runs)
@@ -239,13 +255,13 @@ def main() -> None:
             if args.student == "base":
                 base = run_params(json.loads((folder / "params.json").read_text())).train.base_checkpoint
             cached.write_text(json.dumps(probe(folder, s, args.iterations, args.epochs, args.episodes,
-                                               args.eval_every, base), indent=1))
+                                               args.eval_every, base, args.states), indent=1))
         results[s] = json.loads(cached.read_text())
     summ = summary(args.config, results)
-    name = f"distill_ceiling_{args.config}" + ("" if args.student == "final" else f"_{args.student}")
+    name = f"distill_ceiling_{args.config}{variant}"
     command = "benchmarks/distill_ceiling.py " + " ".join(sys.argv[1:])
     (sweep.OUT / f"{name}.json").write_text(json.dumps({"summary": summ, "runs": results}, indent=1))
-    (sweep.OUT / f"{name}.md").write_text(markdown(args.config, results, summ, command))
+    (sweep.OUT / f"{name}.md").write_text(markdown(args.config, results, summ, command, name))
     plot(args.config, results, sweep.OUT / f"{name}.png")
     print((sweep.OUT / f"{name}.md").read_text())
 

@@ -34,5 +34,11 @@ def test_distillation_alone_closes_the_gap_on_the_states_it_trains_on_and_evalua
     assert summary["seeds"] == [3, 4]
     final, start = sum(result["final_tasks"].values()) / 4, sum(result["start_tasks"].values()) / 4
     assert abs(summary["final_minus_start"]["mean"] - (final - start)) < 1e-9
-    table = ceiling.markdown("o31", by_seed, summary, "benchmarks/distill_ceiling.py --seed 3 --seed 4")
+    table = ceiling.markdown("o31", by_seed, summary, "benchmarks/distill_ceiling.py --seed 3 --seed 4",
+                             "distill_ceiling_o31")
     assert table.count("\n| 3 | ") == 1 and table.count("\n| 4 | ") == 1
+
+    # Only the teacher's won episodes: fewer states, none of the student's own.
+    won = ceiling.probe(run.folder, seed=3, iterations=1, epochs=1, episodes=4, eval_every=1,
+                        student_checkpoint=student, states="won")
+    assert won["states"] == "won" and won["rows"][0]["states"] < result["rows"][0]["states"]
