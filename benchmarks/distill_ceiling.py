@@ -28,6 +28,9 @@ plain evaluation (paired task by task). Reading:
 
     .venv/bin/python benchmarks/distill_ceiling.py --config o31 --seed 0 --seed 1 --seed 2
 
+``--states won`` distils only the states of the teacher's advised episodes that won (its choices where they
+led to a win); ``--student base`` starts the student from the run's warm start instead of its final weights.
+
 Each seed's result is kept (benchmarks/sweep/internalization/ceiling/), so a rerun only does what is new.
 Writes benchmarks/results/distill_ceiling_<config>.{json,md,png}.
 """
@@ -177,7 +180,7 @@ def markdown(config: str, results: dict[int, dict], summ: dict, command: str, na
     seeds = sorted(results)
     any_run = results[seeds[0]]
     lines = [f"# Distillation alone, from a frozen teacher: the ceiling of internalization ({config})", "",
-             __doc__.split("\n\n")[1].replace("\n", " "), "",
+             "\n\n".join(__doc__.split("\n\n")[1:5]), "",
              f"Runs: {config}'s final checkpoints (internalization.md), seeds {', '.join(map(str, seeds))}; "
              f"{any_run['iterations']} iterations of {any_run['epochs']} epochs; evaluation on the first "
              f"{any_run['episodes']} {SPLIT} tasks, one stream per seed for every evaluation (paired by task). "
@@ -194,11 +197,12 @@ def markdown(config: str, results: dict[int, dict], summ: dict, command: str, na
         lines.append(f"| {s} | {r['teacher_advised']:.1%} | {r['start_plain']:.1%} | {final:.1%} | "
                      f"{100 * (final - r['start_plain']):+.1f} | {first['kl_before']:.3f} → {first['kl_after']:.3f} | "
                      f"{last['kl_before']:.3f} → {last['kl_after']:.3f} |")
-    lines += ["", f"Over seeds (points, Student-t 95% interval, paired by seed): plain after − at the start "
-              f"{interval(summ['final_minus_start'])}; plain after − the teacher with the advice "
-              f"{interval(summ['final_minus_teacher'])}; the teacher's advice over the start "
-              f"{interval(summ['teacher_minus_start'])}.", ""]
-    return "\n".join(lines)
+    if len(seeds) > 1:
+        lines += ["", f"Over seeds (points, Student-t 95% interval, paired by seed): plain after − at the start "
+                  f"{interval(summ['final_minus_start'])}; plain after − the teacher with the advice "
+                  f"{interval(summ['final_minus_teacher'])}; the teacher's advice over the start "
+                  f"{interval(summ['teacher_minus_start'])}."]
+    return "\n".join(lines + [""])
 
 
 def plot(config: str, results: dict[int, dict], out: Path) -> None:
