@@ -180,7 +180,7 @@ def test_distillation_on_conditioned_and_plain_states_moves_the_student_towards_
     assert untouched > 0.01 and kl_after(1.0) < 0.8 * untouched
 
 
-def test_a_teacher_that_follows_progress_is_not_distilled_on_states_after_the_take_it_advises(monkeypatch):
+def test_a_teacher_that_follows_progress_is_not_distilled_on_states_after_the_take_it_advises():
     """``distill.teacher_follows_progress``: every episode takes its task's object at its first step; the
     block is the find advice alone, so from the second step on the teacher has nothing left to say."""
     actor = tiny_actor()

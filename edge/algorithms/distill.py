@@ -104,15 +104,15 @@ def teacher_block(traj: Trajectory, index: int, group_block: str, follow_progres
     and the conditioned member's as recorded even where it was none (None: nothing to distil there).
     ``trim`` (``distill.teacher_follows_progress``): both members' without the completed stages, also
     where the rollouts showed the block whole."""
-    done_so_far = [s.decision.action for s in traj.steps[:index]]
     if traj.conditioned:
         recorded = traj.steps[index].experience
         if follow_progress:
             return recorded
-        return block_after(recorded or group_block, traj.task, done_so_far) if trim else (recorded or group_block)
-    if follow_progress or trim:
-        return block_after(group_block, traj.task, done_so_far)
-    return group_block
+        block = recorded or group_block
+    else:
+        block = group_block
+        trim = trim or follow_progress
+    return block_after(block, traj.task, [s.decision.action for s in traj.steps[:index]]) if trim else block
 
 
 def scheduled_coef(coef: float, decay_rounds: int | None, k: int) -> float:
