@@ -210,6 +210,14 @@ CONFIGS = {
             "objects lie, so there the teacher is worse than the plain policy; the rollouts keep the whole block "
             "(o25 changed them too)",
             [*O31, "distill.teacher_follows_progress=true"]),
+    "o41": ("o31 with the two terms normalised apart (distill.normalize = separate): the PG term averaged over its own "
+            "states, GRPO's update whatever is distilled, and the distillation term over the distilled states; the "
+            "control for o42, whose replayed states would otherwise dilute the PG term",
+            [*O31, "distill.normalize=separate"]),
+    "o42": ("o41 distilling the states of the three rounds before too (distill.replay_rounds = 3), their teacher "
+            "recomputed with the round's weights: each round's fit no longer covers that round's 16 tasks alone, "
+            "and after the hand-off the last scaffolded rounds' states go on being distilled",
+            [*O31, "distill.normalize=separate", "distill.replay_rounds=3"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

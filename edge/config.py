@@ -549,6 +549,17 @@ class DistillConfig(_Section):
     extra budget can move the policy (12 extra steps at 0.25 move it at most about as far as 3 at the full rate). 1.0:
     the update's rate."""
 
+    replay_rounds: int = Field(0, ge=0)
+    """The distilled states of the previous ``replay_rounds`` rounds join this round's distillation as
+    distillation-only samples: each state seen again without the block, the teacher recomputed with this
+    round's collecting weights and the block that state's group saw. No episode is added and the update
+    keeps its optimizer steps (its minibatches hold more states). After a hand-off (``bank.rho_schedule``)
+    the last scaffolded rounds' states go on being distilled for as many rounds. Why: a plain copy fitted
+    to the advised warm start on the states of 32 training tasks at once gained more than on 8
+    (benchmarks/results/distill_generalisation_base.md), where training fits each round's 16 tasks
+    and moves on, so each round's fit is overwritten by the next's. Pair it with ``normalize: separate``, or
+    the replayed states dilute the PG term under ``shared``. 0 (the spec): this round's states only."""
+
     @model_validator(mode="after")
     def _options_that_need_distillation(self) -> DistillConfig:
         if self.anchor > 0 and (self.estimator != "exact" or self.teacher != "current"):
@@ -567,7 +578,7 @@ class DistillConfig(_Section):
                              f"distill.extra_epochs, which is 0 (got extra_lr_scale: {self.extra_lr_scale}); "
                              "set extra_epochs > 0 or leave extra_lr_scale at 1.0")
         for name, off in (("anchor", 0), ("extra_epochs", 0), ("guidance_scale", 1.0), ("coef_decay_rounds", None),
-                          ("divergence", "reverse")):
+                          ("divergence", "reverse"), ("replay_rounds", 0)):
             if getattr(self, name) != off and self.coef == 0:
                 raise ValueError(f"distill.{name} acts on the distillation term, which distill.coef: 0 turns off "
                                  f"(got {name}: {getattr(self, name)}); set distill.coef > 0 or {name}: {off}")

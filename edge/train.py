@@ -52,6 +52,7 @@ from edge.algorithms.distill import (
     distill_samples,
     in_plain_context,
     make_distill_loss,
+    replayed,
     scheduled_coef,
 )
 from edge.algorithms.grpo import Shard, UpdateConfig, grpo_samples, policy_update
@@ -520,7 +521,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     samples = conditioned_pg_filter(samples, trajectories, contributions, which)
     if which in ("plain", "own-and-plain"):
         samples = in_plain_context(actor, samples, trajectories, keep_own=which == "own-and-plain")
-    extra_loss, n_distill, n_distill_only = None, 0, 0
+    extra_loss, n_distill, n_distill_only, n_replayed = None, 0, 0, 0
     d_cfg = run.params.distill
     # Before the update: how far the experience block moves the collecting policy on the plain states.
     follow = run.params.bank.block_follows_progress
@@ -528,11 +529,16 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
     coef = scheduled_coef(run.settings.distill_coef, d_cfg.coef_decay_rounds, k)
     if coef > 0:
         # Teacher log-probs: the weights that collected the rollouts (or the base), frozen for the update.
-        distill = distill_samples(actor, trajectories, contributions, d_cfg.estimator, d_cfg.states, d_cfg.gate,
-                                  d_cfg.teacher, keep_teacher_prompt=d_cfg.anchor > 0, follow_progress=follow,
-                                  guidance_scale=d_cfg.guidance_scale,
-                                  teacher_follows_progress=d_cfg.teacher_follows_progress)
+        options = {"estimator": d_cfg.estimator, "states": d_cfg.states, "gate": d_cfg.gate, "teacher": d_cfg.teacher,
+                   "keep_teacher_prompt": d_cfg.anchor > 0, "follow_progress": follow,
+                   "guidance_scale": d_cfg.guidance_scale, "teacher_follows_progress": d_cfg.teacher_follows_progress}
+        distill = distill_samples(actor, trajectories, contributions, **options)
         n_distill = len(distill)
+        for j in range(max(0, k - d_cfg.replay_rounds), k):
+            # Earlier rounds' states, their teacher recomputed now: more states for the same steps.
+            again = replayed(distill_samples(actor, run.rollouts(j), read_contributions(run, j), **options), j)
+            n_replayed += len(again)
+            distill += again
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
@@ -587,6 +593,7 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         "train_success_conditioned": sum(t.won for t in conditioned) / len(conditioned) if conditioned else None,
         "distill_samples": n_distill,
         "distill_only_samples": n_distill_only,
+        **({"distill_replayed_samples": n_replayed} if d_cfg.replay_rounds else {}),
         "advice_shift_kl": shift,
         "experience_tokens": sum(len(s.decision.prompt_ids) for t in conditioned for s in t.steps)
         - sum(len(actor.builder.prompt_ids(t.state_at(i))) for t in conditioned for i in range(len(t.steps))),

@@ -18,6 +18,7 @@ from edge.algorithms.distill import (
     forward_kl_exact,
     in_plain_context,
     make_distill_loss,
+    replayed,
     reverse_kl_exact,
     scheduled_coef,
     teacher_anchor_kl,
@@ -476,6 +477,35 @@ def test_extra_distillation_epochs_run_end_to_end_and_need_distillation(tmp_path
     assert metrics["distill_samples"] > 0
     assert metrics["distill_extra_steps"] == 2 * min(params.grpo.minibatches, metrics["distill_samples"])
     assert metrics["distill_extra_kl"] > 0 and metrics["distill_extra_anchor_kl"] > 0
+
+
+def test_a_replayed_state_joins_as_distillation_only_even_where_its_task_is_drawn_again():
+    actor, trajectories, contributions = toy_round()
+    distill = distill_samples(actor, trajectories, contributions, "exact", states="plain", gate="retrieved")
+    pg, _ = grpo_samples(trajectories)
+    # This round's states attach to their PG twins; the same states replayed from round 4 attach to none.
+    _, only_now = attach([dataclasses.replace(s, extras=dict(s.extras)) for s in pg], distill)
+    _, only_replayed = attach([dataclasses.replace(s, extras=dict(s.extras)) for s in pg], replayed(distill, 4))
+    assert only_replayed == len(distill) > only_now
+    assert {s.key for s in replayed(distill, 4)}.isdisjoint({s.key for s in pg})
+    assert teachers(replayed(distill, 4)) == teachers(distill)
+
+
+def test_replayed_rounds_add_the_previous_rounds_states_at_the_same_optimizer_steps(tmp_path):
+    raw = control_params(tmp_path, "edge-oracle-bank", rounds=3).model_dump(mode="json")
+    with pytest.raises(ValueError, match="distill.replay_rounds acts on the distillation term"):
+        parse_params(raw | {"distill": raw["distill"] | {"coef": 0.0, "replay_rounds": 1}})
+    params = parse_params(raw | {"distill": raw["distill"] | {"replay_rounds": 1, "gate": "retrieved",
+                                                              "states": "both", "normalize": "separate"}})
+    run = train(params)
+    metrics = [json.loads((run.round_dir(k) / "train_metrics.json").read_text()) for k in range(3)]
+    assert metrics[0]["distill_replayed_samples"] == 0  # nothing before round 0
+    for k in (1, 2):
+        # Every group retrieves and is distilled (gate: retrieved), so the states of round k-1 alone come back
+        # (one round replayed), each as a distillation-only sample, and the update keeps GRPO's steps.
+        assert metrics[k]["distill_replayed_samples"] == metrics[k - 1]["distill_samples"] > 0
+        assert metrics[k]["distill_only_samples"] >= metrics[k]["distill_replayed_samples"]
+        assert metrics[k]["optimizer_steps"] == params.grpo.epochs * params.grpo.minibatches
 
 
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():

@@ -296,6 +296,13 @@ def attach(pg_samples: list[Sample], distill: list[Sample]) -> tuple[list[Sample
     return pg_samples + only, len(only)
 
 
+def replayed(samples: list[Sample], round_index: int) -> list[Sample]:
+    """Round ``round_index``'s distillation samples made again in a later round (``distill.replay_rounds``):
+    their keys name the round, since a task drawn again later has the same trajectory ids, so that none is
+    attached to a PG sample of the later round; each joins as a distillation-only sample."""
+    return [dataclasses.replace(s, key=(f"r{round_index}/{s.key[0]}", s.key[1])) for s in samples]
+
+
 def distill_only_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[Sample], cfg: UpdateConfig,
                         epochs: int, generator: torch.Generator, extra_loss, shard: Shard | None = None,
                         lr_scale: float = 1.0) -> dict[str, float]:
