@@ -82,6 +82,15 @@ def teacher_source(teacher: str, seed: int, bases_dir: Path, reference_runs: Pat
     return params, checkpoint
 
 
+def split_pool(pool: list, seed: int, heldout: int) -> tuple[list, list]:
+    """(held-out tasks, training tasks in the order the fits take them) from one shuffle of the whole pool,
+    so that the first N training tasks are the same whichever other sizes a run asks for (``random.sample``
+    with a larger count draws other tasks first)."""
+    order = list(pool)
+    random.Random(seed * 1_000_003 + 700_000).shuffle(order)
+    return order[:heldout], order[heldout:]
+
+
 def collect(teacher: Actor, student: Actor, tasks, members: int, stage: int, max_steps: int | None) -> list:
     """The distillation samples of ``tasks``: the teacher's advised episodes and the student's plain ones,
     every state of both kinds, with the frozen teacher's log-probabilities attached."""
@@ -106,8 +115,7 @@ def probe(params, checkpoint: Path, label: str, seed: int, sizes: list[int], hel
     pool = generate_tasks(env, "train", params.data.train_tasks, params.seed)
     if max(sizes) + heldout > len(pool):
         raise ValueError(f"--tasks {max(sizes)} + --heldout {heldout} exceed the {len(pool)} training tasks")
-    drawn = random.Random(seed * 1_000_003 + 700_000).sample(pool, max(sizes) + heldout)
-    held_tasks, train_tasks = drawn[:heldout], drawn[heldout:]
+    held_tasks, train_tasks = split_pool(pool, seed, heldout)
     started = time.perf_counter()
     student_checkpoint = student_checkpoint or checkpoint
     student = Actor(load_policy(params.policy, checkpoint=student_checkpoint, seed=seed, envs=[env]))

@@ -42,6 +42,15 @@ def test_nested_fits_take_the_same_steps_and_are_measured_on_the_same_held_out_s
     assert table.count("\n| 3 | ") == 2 and table.count("\n| 5 | ") == 1
 
 
+def test_the_held_out_and_training_tasks_do_not_depend_on_the_sizes_fitted():
+    probe = load("distill_generalisation")
+    pool = [f"task-{i}" for i in range(40)]
+    held, train = probe.split_pool(pool, seed=2, heldout=6)
+    assert len(held) == 6 and sorted(held + train) == sorted(pool)
+    assert probe.split_pool(pool, seed=2, heldout=6) == (held, train)  # one shuffle a seed
+    assert probe.split_pool(pool, seed=3, heldout=6)[0] != held
+
+
 def test_more_tasks_than_the_pool_holds_is_refused(tmp_path):
     probe = load("distill_generalisation")
     params = control_params(tmp_path, "edge-oracle-bank")  # three training tasks
