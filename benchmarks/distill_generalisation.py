@@ -60,7 +60,6 @@ from edge.rollout import rollout  # noqa: E402
 from edge.warmup import true_advice_experience  # noqa: E402
 
 CACHE = sweep.ROOT / "generalisation"
-WHOSE = {"base": "each seed's warm start"}
 SPLIT = "test_seen"
 
 
@@ -183,9 +182,10 @@ def summary(results: dict[int, dict]) -> dict:
 def markdown(teacher: str, results: dict[int, dict], summ: dict, command: str, name: str) -> str:
     seeds = sorted(results)
     first = results[seeds[0]]
+    whose = "each seed's warm start" if teacher == "base" else f"{teacher}'s final checkpoints"
     lines = [f"# Does the fit to the advised teacher carry to new states? ({teacher})", "",
              "\n\n".join(__doc__.split("\n\n")[1:4]), "",
-             f"Teacher: {WHOSE.get(teacher, teacher + chr(39) + 's final checkpoints')} with the oracle's advice; "
+             f"Teacher: {whose} with the oracle's advice; "
              f"seeds {', '.join(map(str, seeds))}; {first['members']} advised and "
              f"{first['members']} plain episodes a task; held-out: {first['heldout_tasks']} training tasks "
              f"({first['heldout_states']} states for seed {seeds[0]}); each fit {first['epochs']} epochs; evaluation "
