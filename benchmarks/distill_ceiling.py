@@ -90,6 +90,25 @@ def success_by_task(actor: Actor, tasks, seed: int, advised: bool) -> dict[str, 
     return {task: float(won) for task, won in result.won_by_task.items()}
 
 
+def final_checkpoint(folder: Path):
+    """(params, checkpoint) of a finished run: the parameters its folder records and its last round's weights."""
+    params = run_params(json.loads((folder / "params.json").read_text()))
+    checkpoint = folder / f"round_{params.train.rounds - 1:03d}" / "checkpoint"
+    if not checkpoint.exists():
+        raise FileNotFoundError(f"{checkpoint}: the run has no final checkpoint (expected after its last round)")
+    return params, checkpoint
+
+
+def advised_and_plain(teacher: Actor, student: Actor, tasks, members: int, stage: int, max_steps: int | None):
+    """(the teacher's advised episodes, the student's plain ones) of ``tasks``: each group's first ``members``
+    members played by the teacher with the oracle's advice, the next ``members`` by the student plain, every
+    member on its own stream of ``stage``."""
+    advised = rollout(teacher, tasks, 2 * members, stage, conditioned_per_group=members, members=range(members),
+                      experiences={t.task_id: true_advice_experience(t) for t in tasks}, max_steps=max_steps)
+    plain = rollout(student, tasks, 2 * members, stage, members=range(members, 2 * members), max_steps=max_steps)
+    return advised, plain
+
+
 def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, eval_every: int,
           student_checkpoint: Path | None = None, states: str = "both") -> dict:
     """The probe on the run in ``folder`` (an oracle-control run): its final checkpoint is the teacher and,
@@ -98,10 +117,7 @@ def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, 
     states of the teacher's advised episodes that won: its choices where they led to a win)."""
     if states not in ("both", "won"):
         raise ValueError(f"states: expected 'both' or 'won', got {states!r}")
-    params = run_params(json.loads((folder / "params.json").read_text()))
-    checkpoint = folder / f"round_{params.train.rounds - 1:03d}" / "checkpoint"
-    if not checkpoint.exists():
-        raise FileNotFoundError(f"{checkpoint}: the run has no final checkpoint (expected after its last round)")
+    params, checkpoint = final_checkpoint(folder)
     env = params.train.env
     torch.manual_seed(seed)
     teacher = Actor(load_policy(params.policy, checkpoint=checkpoint, seed=seed, envs=[env]))
@@ -126,9 +142,7 @@ def probe(folder: Path, seed: int, iterations: int, epochs: int, episodes: int, 
         tasks = random.Random(seed * 1_000_003 + 500_000 + i).sample(pool, min(params.rollout.tasks_per_round,
                                                                                 len(pool)))
         stage = seed * 1_000_003 + 900_000 + i
-        advised = rollout(teacher, tasks, 2 * half, stage, conditioned_per_group=half, members=range(half),
-                          experiences={t.task_id: true_advice_experience(t) for t in tasks}, max_steps=max_steps)
-        plain = rollout(student, tasks, 2 * half, stage, members=range(half, 2 * half), max_steps=max_steps)
+        advised, plain = advised_and_plain(teacher, student, tasks, half, stage, max_steps)
         trajectories = advised + plain
         contributions = group_contributions(trajectories)  # every group that retrieved, weight 1
         if states == "both":

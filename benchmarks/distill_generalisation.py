@@ -45,19 +45,23 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's rows, the ceiling probe's helpers
 import internalization_sweep as sweep  # noqa: E402
-from distill_ceiling import interval, kl_per_state, success_by_task  # noqa: E402
+from distill_ceiling import (  # noqa: E402
+    advised_and_plain,
+    final_checkpoint,
+    interval,
+    kl_per_state,
+    success_by_task,
+)
 
 from edge.algorithms.contribution import group_contributions  # noqa: E402
 from edge.algorithms.distill import distill_only_update, distill_samples, make_distill_loss  # noqa: E402
 from edge.algorithms.grpo import UpdateConfig  # noqa: E402
 from edge.benchmarking.learning import paired_difference  # noqa: E402
 from edge.benchmarking.machine import describe_machine  # noqa: E402
-from edge.config import load_params, run_params, with_overrides  # noqa: E402
+from edge.config import load_params, with_overrides  # noqa: E402
 from edge.envs.registry import generate_tasks  # noqa: E402
 from edge.policy.actor import Actor  # noqa: E402
 from edge.policy.model import load_policy  # noqa: E402
-from edge.rollout import rollout  # noqa: E402
-from edge.warmup import true_advice_experience  # noqa: E402
 
 CACHE = sweep.ROOT / "generalisation"
 SPLIT = "test_seen"
@@ -73,12 +77,7 @@ def teacher_source(teacher: str, seed: int, bases_dir: Path, reference_runs: Pat
                                     f"`internalization_sweep.py --make-grpo --seed {seed}` or `edge bench learning`)")
         params = with_overrides(load_params("params.yaml"), [f"seed={seed}"])
         return params, checkpoint
-    folder = sweep.run_folder(teacher, seed, reference_runs)
-    params = run_params(json.loads((folder / "params.json").read_text()))
-    checkpoint = folder / f"round_{params.train.rounds - 1:03d}" / "checkpoint"
-    if not checkpoint.exists():
-        raise FileNotFoundError(f"{checkpoint}: the run has no final checkpoint (expected after its last round)")
-    return params, checkpoint
+    return final_checkpoint(sweep.run_folder(teacher, seed, reference_runs))
 
 
 def split_pool(pool: list, seed: int, heldout: int) -> tuple[list, list]:
@@ -93,9 +92,7 @@ def split_pool(pool: list, seed: int, heldout: int) -> tuple[list, list]:
 def collect(teacher: Actor, student: Actor, tasks, members: int, stage: int, max_steps: int | None) -> list:
     """The distillation samples of ``tasks``: the teacher's advised episodes and the student's plain ones,
     every state of both kinds, with the frozen teacher's log-probabilities attached."""
-    advised = rollout(teacher, tasks, 2 * members, stage, conditioned_per_group=members, members=range(members),
-                      experiences={t.task_id: true_advice_experience(t) for t in tasks}, max_steps=max_steps)
-    plain = rollout(student, tasks, 2 * members, stage, members=range(members, 2 * members), max_steps=max_steps)
+    advised, plain = advised_and_plain(teacher, student, tasks, members, stage, max_steps)
     trajectories = advised + plain
     return distill_samples(teacher, trajectories, group_contributions(trajectories), "exact", states="both",
                            gate="retrieved"), fmean(t.won for t in advised), fmean(t.won for t in plain)

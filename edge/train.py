@@ -536,9 +536,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         n_distill = len(distill)
         for j in range(max(0, k - d_cfg.replay_rounds), k):
             # Earlier rounds' states, their teacher recomputed now: more states for the same steps.
-            again = replayed(distill_samples(actor, run.rollouts(j), read_contributions(run, j), **options), j)
-            n_replayed += len(again)
-            distill += again
+            distill += replayed(distill_samples(actor, run.rollouts(j), read_contributions(run, j), **options), j)
+        n_replayed = len(distill) - n_distill
         if distill:
             # On the PG samples of the same states: the same minibatches and optimizer steps as GRPO.
             samples, n_distill_only = attach(samples, distill)
