@@ -65,7 +65,7 @@ E26 = ["bank.block_order=episode", "bank.evidence=accumulated", "bank.revise=tru
 
 O17 = ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0"]
 """Row o17's overrides: the conditioned members' PG in both contexts with the teacher anchored, the scaffold on in
-every round; o43 and o44 change it."""
+every round; o43, o44 and o45 change it."""
 
 O31 = ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.states=both", "bank.rho_schedule=handoff",
        "bank.handoff_round=4", "bank.condition_when=plain_failed"]
@@ -229,6 +229,10 @@ CONFIGS = {
             "a row whose scaffold is never handed off, so every replayed state comes from a round that showed the "
             "advice and the advised success is not pulled down after a hand-off",
             [*O17, "distill.normalize=separate", "distill.replay_rounds=3"]),
+    "o45": ("o17 distilling the states of the three rounds before too (distill.replay_rounds = 3), each replayed "
+            "state weighed as a PG state (distill.normalize = pg): o17's update exactly where nothing is replayed "
+            "(o17 distils only PG samples' states), so o17 is its control and replay is the one change",
+            [*O17, "distill.normalize=pg", "distill.replay_rounds=3"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),

@@ -495,11 +495,15 @@ class DistillConfig(_Section):
     guidance that hurts out of the plain policy: with the oracle's advice made false
     (``bank.oracle_advice: misleading``, ten seeds) the plain policy ends level with GRPO under ``credit``
     and 15.7 [10.5, 20.9] points below it under ``retrieved`` (benchmarks/results/misleading_advice.md)."""
-    normalize: Literal["shared", "separate"] = "shared"
+    normalize: Literal["shared", "separate", "pg"] = "shared"
     """``shared``: both terms are averaged with the same unit weights over all states of the minibatch
     (the spec), so distillation-only states also dilute the PG term; ``separate``: the PG term is
     averaged over the PG states alone (GRPO's update, whatever is distilled) and L_distill over the
-    distilled states alone."""
+    distilled states alone, so each distilled state pulls harder the fewer they are; ``pg``: both terms
+    over the PG states' units, so the PG term is GRPO's and a distillation-only state (``states:
+    conditioned`` or ``both``, ``replay_rounds``) adds its pull at the weight of a PG state. Where every
+    distilled state is a PG sample's (``states: plain``, no replay) ``pg`` is ``shared`` exactly: the
+    control for replay that changes nothing else."""
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run. Measured (session 41,

@@ -556,7 +556,8 @@ def update_stage(run: Run, k: int, shard: Shard | None = None) -> Path:
         if d_cfg.anchor > 0:
             losses["distill_extra_anchor_kl"] = 0.0
     if samples:
-        carries = (lambda s: "teacher" in s.extras) if extra_loss and d_cfg.normalize == "separate" else None
+        carries = {"separate": lambda s: "teacher" in s.extras,
+                   "pg": lambda s: s.pg}.get(d_cfg.normalize) if extra_loss else None
         losses |= policy_update(actor, optimizer, samples, update_cfg, generator, extra_loss, carries, shard)
     if extra_loss is not None and d_cfg.extra_epochs > 0:
         # Distillation alone towards the same teacher: declared extra optimizer steps (distill.extra_epochs).

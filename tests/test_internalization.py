@@ -23,7 +23,7 @@ from edge.algorithms.distill import (
     scheduled_coef,
     teacher_anchor_kl,
 )
-from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update
+from edge.algorithms.grpo import UpdateConfig, grpo_samples, policy_update, unit_weights
 from edge.config import parse_params
 from edge.rollout import read_rollouts
 from edge.train import train
@@ -539,6 +539,51 @@ def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillat
     grpo_one = run(grpo_samples(trajectories)[0], None, None)
     separate_one = run(edge_samples(), make_distill_loss(0.0, "exact"), carries)
     assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(grpo_one, separate_one))
+
+
+def test_pg_normalisation_is_shared_without_distillation_only_states_and_weighs_them_as_pg_states_with():
+    actor, trajectories, contributions = toy_round()
+    cfg = UpdateConfig(lr=1e-2, epochs=1, minibatches=1, clip_low=0.2, clip_high=0.28, beta=0.0,
+                       loss_agg="episode-mean", max_grad_norm=1.0)
+
+    def edge_samples(states):
+        distill = distill_samples(actor, trajectories, contributions, "exact", states=states, gate="retrieved")
+        return attach(grpo_samples(trajectories)[0], distill)[0]
+
+    def run(samples, carries):
+        """The weights after one update, and the distillation weights the update handed to the loss."""
+        student, seen = tiny_actor(), []
+        distill_loss = make_distill_loss(0.5, "exact")
+
+        def extra(chunk, units, full, weights):
+            seen.extend((s.pg, w) for s, w in zip(chunk, weights) if "teacher" in s.extras)
+            return distill_loss(chunk, units, full, weights)
+
+        optimizer = torch.optim.SGD(student.policy.model.parameters(), lr=cfg.lr)
+        policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0), extra, carries)
+        return [p.detach().clone() for p in student.policy.model.parameters()], seen
+
+    def pg(s):
+        return s.pg
+
+    def units(kept):
+        return sum(unit_weights(s.n_units, s.episode_length, cfg.loss_agg) * s.n_units for s in kept)
+
+    # Every distilled state a PG sample's (as under the credit gate with states: plain): pg is the spec's
+    # shared normalisation exactly.
+    attached = [s for s in edge_samples("plain") if s.pg]
+    assert any("teacher" in s.extras for s in attached)
+    assert all(torch.equal(a, b) for a, b in zip(run(attached, None)[0], run(attached, pg)[0]))
+    # With distillation-only states, shared spreads the unit weights over them too; pg weighs every distilled
+    # state as a PG state, so each weight is larger by all units / the PG samples' units, and the pull grows
+    # with the states where shared would thin the PG term.
+    both = edge_samples("both")
+    _, shared_weights = run(both, None)
+    _, pg_weights = run(both, pg)
+    assert any(not on_pg for on_pg, _ in pg_weights)  # the distillation-only states are among them
+    scale = units(both) / units([s for s in both if s.pg])
+    assert scale > 1
+    assert [w for _, w in pg_weights] == pytest.approx([w * scale for _, w in shared_weights])
 
 
 def test_the_scaffolds_lead_and_the_withdrawn_share():

@@ -252,7 +252,8 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
     ``extra_carries(sample) -> bool`` (optional) normalises the two terms separately instead: the PG
     term over the units of the minibatch's PG samples only (exactly GRPO's average, however many
     samples carry only the other objective) and the other objective's weights over the units of the
-    samples it says it carries.
+    samples it says it carries (``lambda s: s.pg``: both terms over the PG samples' units, so a sample that
+    carries only the other objective adds to it at a PG sample's weight without diluting the PG term).
 
     ``shard`` (optional): this process's part of a multi-process update (``Shard``).
     """
@@ -278,7 +279,9 @@ def policy_update(actor: Actor, optimizer: torch.optim.Optimizer, samples: list[
                 weight_sum = extra_sum = units_weight(batch)
             else:
                 weight_sum = units_weight([s for s in batch if s.pg])
-                extra_sum = units_weight([s for s in batch if extra_carries(s)])
+                # A minibatch with none of the samples the other objective is averaged over (a round that only
+                # replays earlier states, under ``extra_carries = pg``) averages it over its own.
+                extra_sum = units_weight([s for s in batch if extra_carries(s)] or batch)
             optimizer.zero_grad(set_to_none=True)
             stats = {"pg_loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "approx_kl": 0.0}
             mine = batch if shard is None else shard.take(batch)
