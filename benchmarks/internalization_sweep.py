@@ -222,8 +222,8 @@ CONFIGS = {
             "and after the hand-off the last scaffolded rounds' states go on being distilled",
             [*O31, "distill.normalize=separate", "distill.replay_rounds=3"]),
     "o43": ("o17 with the two terms normalised apart (distill.normalize = separate): the control for o44. o17 keeps "
-            "the scaffold on in every round and had the best plain success of the five-seed rows on this AMD machine "
-            "(+8.6 [4.5, 12.7] over GRPO, whose runs are made again here to the digit)",
+            "the scaffold on in every round and had the best plain success of the five-seed rows on this kind of AMD "
+            "machine (+8.6 [4.5, 12.7] over GRPO, session 14; session 43's code makes its runs again to the digit)",
             [*O17, "distill.normalize=separate"]),
     "o44": ("o43 distilling the states of the three rounds before too (distill.replay_rounds = 3): o42's replay on "
             "a row whose scaffold is never handed off, so every replayed state comes from a round that showed the "
