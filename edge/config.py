@@ -503,7 +503,7 @@ class DistillConfig(_Section):
     over the PG states' units, so the PG term is GRPO's and a distillation-only state (``states:
     conditioned`` or ``both``, ``replay_rounds``) adds its pull at the weight of a PG state. Where every
     distilled state is a PG sample's (``states: plain``, no replay) ``pg`` is ``shared`` exactly: the
-    control for replay that changes nothing else. Measured (session 43, five seeds, docs/RESULTS.md): on o17
+    control for replay that changes nothing else. Measured (session 43, docs/RESULTS.md): on o17 (five seeds)
     ``separate`` multiplies the distillation term's share of the weight about five times (0.21 to 1.0) and ends
     -2.6 [-8.8, 3.5] plain, -5.1 [-13.0, 2.7] with the advice against ``shared`` (o43); ``pg`` with
     ``replay_rounds: 3`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17. None separated, so ``shared``
@@ -570,8 +570,8 @@ class DistillConfig(_Section):
     and its control o41, o31 with ``normalize: separate``; eight seeds on an AMD EPYC): the KL per distilled
     state falls round by round (0.30 to 0.13 by round 3; o41 0.30 to 0.19), plain 49.2%, +4.4 [1.5, 7.2]
     over GRPO with every seed ahead, +2.3 [-2.2, 6.8] against o41, retention 90.2% (o41 83.5%), the advice
-    -1.5 [-7.4, 4.4]; the update stage takes 2.5 times as long. Session 43 (five seeds, the same machine), on
-    o17, whose scaffold stays on: with ``pg`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17, +9.97
+    -1.5 [-7.4, 4.4]; the update stage takes 2.5 times as long. Session 43 (the same machine), on o17,
+    whose scaffold stays on: with ``pg`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17, +9.97
     [6.8, 13.2] over GRPO, retention 92.6%; with ``separate`` (o44, five seeds) +0.4 [-5.7, 6.6] against o43.
     Not separated from its controls, so 0 (the spec): this round's states only."""
 
