@@ -508,6 +508,15 @@ def test_replayed_rounds_add_the_previous_rounds_states_at_the_same_optimizer_st
         assert metrics[k]["optimizer_steps"] == params.grpo.epochs * params.grpo.minibatches
 
 
+def sgd_updated_weights(samples, cfg, extra_loss, carries) -> list[torch.Tensor]:
+    """A fresh tiny actor's weights after one ``policy_update`` on ``samples`` (the same stream every call)."""
+    student = tiny_actor()
+    # Plain SGD: Adam would blow float noise in near-zero gradients up to steps of size lr.
+    optimizer = torch.optim.SGD(student.policy.model.parameters(), lr=cfg.lr)
+    policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0), extra_loss, carries)
+    return [p.detach().clone() for p in student.policy.model.parameters()]
+
+
 def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillation_only_states():
     actor, trajectories, contributions = toy_round()
     cfg = UpdateConfig(lr=1e-2, epochs=1, minibatches=2, clip_low=0.2, clip_high=0.28, beta=0.0,
@@ -518,26 +527,19 @@ def test_separate_normalisation_keeps_the_pg_term_exactly_grpos_beside_distillat
         return attach(grpo_samples(trajectories)[0], [type(s)(**vars(s))
                                                       for s in distill])[0]
 
-    def run(samples, extra, carries):
-        student = tiny_actor()
-        # Plain SGD: Adam would blow float noise in near-zero gradients up to steps of size lr.
-        optimizer = torch.optim.SGD(student.policy.model.parameters(), lr=cfg.lr)
-        policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0), extra, carries)
-        return [p.detach().clone() for p in student.policy.model.parameters()]
-
     def carries(s):
         return "teacher" in s.extras
 
     assert sum(not s.pg for s in edge_samples()) > 0  # there are distillation-only states
     # lambda_d = 0, separate: the distillation-only states no longer dilute the PG term.
-    shared = run(edge_samples(), make_distill_loss(0.0, "exact"), None)
-    separate = run(edge_samples(), make_distill_loss(0.0, "exact"), carries)
+    shared = sgd_updated_weights(edge_samples(), cfg, make_distill_loss(0.0, "exact"), None)
+    separate = sgd_updated_weights(edge_samples(), cfg, make_distill_loss(0.0, "exact"), carries)
     assert any(not torch.equal(a, b) for a, b in zip(shared, separate))
     # Against GRPO on its own samples the minibatches differ (more samples are shuffled), so compare
     # one minibatch holding everything: then separate normalisation gives GRPO's step exactly.
     cfg.minibatches = 1
-    grpo_one = run(grpo_samples(trajectories)[0], None, None)
-    separate_one = run(edge_samples(), make_distill_loss(0.0, "exact"), carries)
+    grpo_one = sgd_updated_weights(grpo_samples(trajectories)[0], cfg, None, None)
+    separate_one = sgd_updated_weights(edge_samples(), cfg, make_distill_loss(0.0, "exact"), carries)
     assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(grpo_one, separate_one))
 
 
@@ -552,16 +554,14 @@ def test_pg_normalisation_is_shared_without_distillation_only_states_and_weighs_
 
     def run(samples, carries):
         """The weights after one update, and the distillation weights the update handed to the loss."""
-        student, seen = tiny_actor(), []
+        seen = []
         distill_loss = make_distill_loss(0.5, "exact")
 
         def extra(chunk, units, full, weights):
             seen.extend((s.pg, w) for s, w in zip(chunk, weights) if "teacher" in s.extras)
             return distill_loss(chunk, units, full, weights)
 
-        optimizer = torch.optim.SGD(student.policy.model.parameters(), lr=cfg.lr)
-        policy_update(student, optimizer, samples, cfg, torch.Generator().manual_seed(0), extra, carries)
-        return [p.detach().clone() for p in student.policy.model.parameters()], seen
+        return sgd_updated_weights(samples, cfg, extra, carries), seen
 
     def pg(s):
         return s.pg
