@@ -389,6 +389,11 @@ CONFIGS = {
     "e46": ("e26 with the teacher following each state's progress (distill.teacher_follows_progress): o40's "
             "option on the learned bank",
             [*E26, "distill.teacher_follows_progress=true"]),
+    "e47": ("e26 distilling the states of the three rounds before too (distill.replay_rounds = 3), each replayed "
+            "state weighed as a PG state (distill.normalize = pg): o45's change to o17 on the learned bank. e26 "
+            "distils only PG samples' states, so it is e47's control with replay the one change; under "
+            "plain_failed each round credits few groups, and replay distils three rounds' worth of them again",
+            [*E26, "distill.normalize=pg", "distill.replay_rounds=3"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
