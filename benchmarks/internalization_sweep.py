@@ -394,6 +394,12 @@ CONFIGS = {
             "distils only PG samples' states, so it is e47's control with replay the one change; under "
             "plain_failed each round credits few groups, and replay distils three rounds' worth of them again",
             [*E26, "distill.normalize=pg", "distill.replay_rounds=3"]),
+    "e48": ("o45's update on the learned bank: e22's bank options (every group that retrieves is split, "
+            "advantages against the group's mean) with the conditioned members' PG in both contexts, the teacher "
+            "anchored, three rounds' states replayed and weighed as PG states. Beside o45 it says how much of the "
+            "oracle's gain the learned bank recovers under the same update (issue 16 asks 70%)",
+            [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O17, "distill.normalize=pg",
+             "distill.replay_rounds=3"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",
