@@ -589,6 +589,15 @@ def refuse_other_machine(rows: dict, names: list[str], machine: str, table: Path
                              f"{machine}. Pass --tag TAG to write this machine's as {name}@TAG beside it.")
 
 
+def against_label(other: str, tag: str | None, machine: str, table: Path) -> str:
+    """The name ``other``'s runs have in the table: its runs in this checkout are this machine's, so where
+    the table's row ``other`` was measured on another machine they are ``other@TAG`` (o45@xeon against
+    o17@xeon, not against the AMD machine's o17)."""
+    rows = json.loads(table.read_text()) if table.exists() else {}
+    recorded_on = rows.get(other, {}).get("machine")
+    return key(other, 1.0, tag) if tag and recorded_on not in (None, machine) else other
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, action="append", help="seeds (default 0 and 1)")
@@ -630,7 +639,8 @@ def main() -> None:
             for other in args.against:
                 try:
                     if other != name:
-                        row["against"][other] = against(name, other, seeds, args.reference_runs)
+                        row["against"][against_label(other, args.tag, row["machine"], table)] = against(
+                            name, other, seeds, args.reference_runs)
                 except FileNotFoundError as err:  # its runs not made (yet): the row is still written
                     print(f"{name} against {other}: not compared, a run is missing ({err.filename})")
         # Two sweeps run side by side (--only e14 beside --only e15): each reads the table again under a
