@@ -389,10 +389,11 @@ CONFIGS = {
     "e46": ("e26 with the teacher following each state's progress (distill.teacher_follows_progress): o40's "
             "option on the learned bank",
             [*E26, "distill.teacher_follows_progress=true"]),
-    "e47": ("e26 distilling the states of the three rounds before too (distill.replay_rounds = 3), each replayed "
-            "state weighed as a PG state (distill.normalize = pg): o45's change to o17 on the learned bank. e26 "
-            "distils only PG samples' states, so it is e47's control with replay the one change; under "
-            "plain_failed each round credits few groups, and replay distils three rounds' worth of them again",
+    "e47": ("e26 distilling the states of the three rounds before too (distill.replay_rounds = 3), each distilled "
+            "state weighed as a PG state (distill.normalize = pg): o45's change to o17 on the learned bank. Unlike "
+            "o17's, e26's distilled states are all distillation-only (its plain members, in groups whose plain "
+            "members all failed, carry no advantage against their own mean), so pg changes their weight too and "
+            "e26 is the control for the two changes together",
             [*E26, "distill.normalize=pg", "distill.replay_rounds=3"]),
     "e48": ("o45's update on the learned bank: e22's bank options (every group that retrieves is split, "
             "advantages against the group's mean) with the conditioned members' PG in both contexts, the teacher "

@@ -506,8 +506,10 @@ class DistillConfig(_Section):
     control for replay that changes nothing else. Measured (session 43, docs/RESULTS.md): on o17 (five seeds)
     ``separate`` multiplies the distillation term's share of the weight about five times (0.21 to 1.0) and ends
     -2.6 [-8.8, 3.5] plain, -5.1 [-13.0, 2.7] with the advice against ``shared`` (o43); ``pg`` with
-    ``replay_rounds: 3`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17. None separated, so ``shared``
-    stays."""
+    ``replay_rounds: 3`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17. Session 44, on an Intel Xeon:
+    o45 +2.15 [0.5, 3.8] against o17 over five seeds, every seed ahead; but on the learned bank (e47: e26,
+    whose distilled states are all distillation-only, so ``pg`` raises their pull, with replay) -6.6 against
+    e26 on three seeds. One section serves both banks, so ``shared`` stays."""
     teacher: Literal["current", "base"] = "current"
     """``current``: the weights that collected the rollouts, with the experience (the spec); ``base``:
     the run's starting checkpoint with the experience, the same for the whole run. Measured (session 41,
@@ -573,7 +575,10 @@ class DistillConfig(_Section):
     -1.5 [-7.4, 4.4]; the update stage takes 2.5 times as long. Session 43 (the same machine), on o17,
     whose scaffold stays on: with ``pg`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17, +9.97
     [6.8, 13.2] over GRPO, retention 92.6%; with ``separate`` (o44, five seeds) +0.4 [-5.7, 6.6] against o43.
-    Not separated from its controls, so 0 (the spec): this round's states only."""
+    Session 44 (an Intel Xeon): o45 +10.55 [1.1, 20.0] over GRPO and +2.15 [0.5, 3.8] against o17 over five
+    seeds, every seed ahead of o17; on the learned bank with ``pg`` (e47) -6.6 against e26 on three seeds. The
+    oracle control gains and the learned bank loses, and ``distill`` serves both, so 0 (the spec): this round's
+    states only."""
 
     @model_validator(mode="after")
     def _options_that_need_distillation(self) -> DistillConfig:
