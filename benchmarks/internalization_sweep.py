@@ -590,11 +590,10 @@ def refuse_other_machine(rows: dict, names: list[str], machine: str, table: Path
                              f"{machine}. Pass --tag TAG to write this machine's as {name}@TAG beside it.")
 
 
-def against_label(other: str, tag: str | None, machine: str, table: Path) -> str:
-    """The name ``other``'s runs have in the table: its runs in this checkout are this machine's, so where
-    the table's row ``other`` was measured on another machine they are ``other@TAG`` (o45@xeon against
+def against_label(other: str, tag: str | None, machine: str, rows: dict) -> str:
+    """The name ``other``'s runs have in the table ``rows``: its runs in this checkout are this machine's, so
+    where the table's row ``other`` was measured on another machine they are ``other@TAG`` (o45@xeon against
     o17@xeon, not against the AMD machine's o17)."""
-    rows = json.loads(table.read_text()) if table.exists() else {}
     recorded_on = rows.get(other, {}).get("machine")
     return key(other, 1.0, tag) if tag and recorded_on not in (None, machine) else other
 
@@ -626,9 +625,8 @@ def main() -> None:
     if args.budget != 1 and "o0" not in names:
         names.insert(0, "o0")  # the reference runs of the longer view
     table = OUT / "internalization.json"
-    if table.exists():
-        refuse_other_machine(json.loads(table.read_text()), [key(n, args.budget, args.tag) for n in names],
-                             describe_machine(), table)
+    recorded = json.loads(table.read_text()) if table.exists() else {}
+    refuse_other_machine(recorded, [key(n, args.budget, args.tag) for n in names], describe_machine(), table)
     for method, flag, wanted in ((GRPO, "--make-grpo", args.make_grpo), (ORACLE, "--make-oracle", args.make_oracle)):
         if wanted:
             run_benchmark(reference_config(method, seeds, args.jobs, args.reference_runs),
@@ -640,7 +638,7 @@ def main() -> None:
             for other in args.against:
                 try:
                     if other != name:
-                        row["against"][against_label(other, args.tag, row["machine"], table)] = against(
+                        row["against"][against_label(other, args.tag, row["machine"], recorded)] = against(
                             name, other, seeds, args.reference_runs)
                 except FileNotFoundError as err:  # its runs not made (yet): the row is still written
                     print(f"{name} against {other}: not compared, a run is missing ({err.filename})")

@@ -577,9 +577,8 @@ class DistillConfig(_Section):
     [6.8, 13.2] over GRPO, retention 92.6%; with ``separate`` (o44, five seeds) +0.4 [-5.7, 6.6] against o43.
     Session 44 (an Intel Xeon): o45 +7.8 [3.2, 12.5] over GRPO over ten seeds (its first five +10.55), and
     +2.15 [0.5, 3.8] against o17 over five, every seed ahead; on the learned bank with ``pg`` (e47) -6.6
-    against e26 on three seeds. The
-    oracle control gains and the learned bank loses, and ``distill`` serves both, so 0 (the spec): this round's
-    states only."""
+    against e26 on three seeds. The oracle control gains and the learned bank loses, and ``distill`` serves
+    both, so 0 (the spec): this round's states only."""
 
     @model_validator(mode="after")
     def _options_that_need_distillation(self) -> DistillConfig:

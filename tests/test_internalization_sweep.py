@@ -101,9 +101,8 @@ def test_a_row_of_another_machine_is_never_overwritten_and_tag_keeps_both(sweep,
     assert str(table) in message and "'e22'" in message and "AMD EPYC" in message and "--tag" in message
 
 
-def test_a_tagged_row_is_compared_under_the_name_its_controls_runs_have_on_this_machine(sweep, tmp_path):
-    table = tmp_path / "internalization.json"
-    table.write_text('{"o17": {"machine": "AMD EPYC"}, "o31": {"machine": "Intel Xeon"}}')
+def test_a_tagged_row_is_compared_under_the_name_its_controls_runs_have_on_this_machine(sweep):
+    table = {"o17": {"machine": "AMD EPYC"}, "o31": {"machine": "Intel Xeon"}}
     # o17's runs in this checkout are the Xeon's, so its table name is o17@xeon; o31's row is the Xeon's own.
     assert sweep.against_label("o17", "xeon", "Intel Xeon", table) == "o17@xeon"
     assert sweep.against_label("o31", "xeon", "Intel Xeon", table) == "o31"
