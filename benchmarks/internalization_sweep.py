@@ -73,6 +73,11 @@ O31 = ["bank.conditioned_pg=own-and-plain", "distill.anchor=1.0", "distill.state
 change."""
 
 
+O45 = [*O17, "distill.normalize=pg", "distill.replay_rounds=3"]
+"""Row o45's overrides: the oracle control's best ten-seed row on the Xeon (+7.8 [3.2, 12.5] over GRPO), which
+o46 and o47 change."""
+
+
 def e26_without(*fields: str) -> list[str]:
     """E26 less the overrides of ``fields`` (``section.key``), which then keep params.yaml's values."""
     return [o for o in E26 if o.split("=")[0] not in fields]
@@ -232,7 +237,15 @@ CONFIGS = {
     "o45": ("o17 distilling the states of the three rounds before too (distill.replay_rounds = 3), each replayed "
             "state weighed as a PG state (distill.normalize = pg): o17's update exactly where nothing is replayed "
             "(o17 distils only PG samples' states), so o17 is its control and replay is the one change",
-            [*O17, "distill.normalize=pg", "distill.replay_rounds=3"]),
+            O45),
+    "o46": ("o45 replaying every earlier round (distill.replay_rounds = 7): o45's three rounds of replay raised plain "
+            "success over o17 on 11 of 13 seeds across two machines and retention from 86% to 92%, so does a memory "
+            "of all the scaffold's states keep more of what it taught?",
+            [*O17, "distill.normalize=pg", "distill.replay_rounds=7"]),
+    "o47": ("o45 with six of each group's eight members conditioned on the advice (bank.rho = 0.75): o21 raised the "
+            "advised success to 65.0% but kept 79.1% of it without replay; with o45's replay keeping more, does the "
+            "higher scaffold reach the plain policy?",
+            [*O45, "bank.rho=0.75"]),
     "e0": ("EDGE with its own bank: the defaults (the row: session 10's, the block listed by similarity)", []),
     "e6": ("EDGE with its own bank: the conditioned members' PG in both contexts (o6)",
            ["bank.conditioned_pg=own-and-plain"]),
