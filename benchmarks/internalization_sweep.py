@@ -414,6 +414,16 @@ CONFIGS = {
             "oracle's gain the learned bank recovers under the same update (issue 16 asks 70%)",
             [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O17, "distill.normalize=pg",
              "distill.replay_rounds=3"]),
+    "e49": ("e48 with the bank's first entries written from the warm start's plain demonstrations "
+            "(bank.bootstrap = demonstrations): the learned bank shows nothing in round 0, where the scaffold does "
+            "most of its work (o27 handed off after round 1 kept o26's lead), and writes from one round's evidence "
+            "in round 1. The demonstrations every method's warm start was cloned from write where each object kind "
+            "lies and each type's step before round 0 collects; no episode is added",
+            [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O17, "distill.normalize=pg",
+             "distill.replay_rounds=3", "bank.bootstrap=demonstrations"]),
+    "e50": ("e26 with the bank's first entries written from the warm start's plain demonstrations "
+            "(bank.bootstrap = demonstrations): e49's start on the learned bank's best ten-seed row",
+            [*E26, "bank.bootstrap=demonstrations"]),
     # Is bad behaviour distilled too? The oracle control with its advice made false (m…).
     "m0": ("the oracle's advice made false (bank.oracle_advice = misleading: where the object does not lie, the "
            "wrong transformation), the spec's update: distilled only where it helped, weight c(x) = max(Delta, 0)",

@@ -439,6 +439,21 @@ class BankConfig(_Section):
     run records the file's SHA-256 in ``bank_seed.json``. None (default): the bank starts empty, as the
     spec's. ``data/seeds/household_false_steps.jsonl`` plants a false step for each transformation type
     (benchmarks/planted_entries.py: does the co-evolution remove an entry that misleads?)."""
+    bootstrap: Literal["none", "demonstrations"] = "none"
+    """``demonstrations``: before round 0 collects, the bank's first entries are written, as a round writes
+    guidance, from the warm start's plain demonstrations (``warmup``'s explorer and competent episodes for this
+    seed, played again; ``edge/bank/seeding.py``), and round 0's accumulated evidence starts from what they
+    showed. The advised demonstrations, which follow the oracle's advice, are left out. No episode is added:
+    every method's warm start was cloned from the same demonstrations. Why: the scaffold does its work in the
+    first rounds (handoff.md: the oracle control handed off after round 1 keeps as much as after round 3), and
+    an empty bank shows nothing in round 0. ``none`` (default): the bank starts empty, as the spec's."""
+
+    @model_validator(mode="after")
+    def _one_start(self) -> BankConfig:
+        if self.seed_file is not None and self.bootstrap != "none":
+            raise ValueError(f"bank.seed_file ({self.seed_file}) and bank.bootstrap ({self.bootstrap}) both give the "
+                             "bank its first entries; set one of them (bank.bootstrap: none to keep the seed file)")
+        return self
 
     @model_validator(mode="after")
     def _subjects_serve_every_type(self) -> BankConfig:
@@ -692,6 +707,7 @@ not refused; ``ignored_settings`` names the ones set away from their defaults.""
 READ_ONLY_BY: dict[str, tuple[str, ...]] = {
     "bank.oracle_advice": ("edge-oracle-bank",),
     "bank.seed_file": ("edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-random-bank"),
+    "bank.bootstrap": ("edge", "edge-no-distill", "edge-static-bank", "edge-no-prune", "edge-random-bank"),
 }
 """``section.field`` of a section the other methods do read that only these methods read; named beside
 ``IGNORED_SECTIONS``' settings when set away from its default for another method."""

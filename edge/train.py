@@ -11,6 +11,7 @@
                         /manifest.json        every stage: sizes and hashes of what it wrote, written last
     runs/<run>/bank/                          the LanceDB bank; bank_versions.json maps round -> version
     runs/<run>/bank_seed.json                 what bank.seed_file put in the bank before round 0 (if set)
+    runs/<run>/bank_bootstrap.json            with bank.bootstrap: the entries written from the demonstrations
     runs/<run>/params.json, manifest.json     the run's identity (parameters) and its own stages' record
 
 A stage is complete when its round's manifest records it (``edge/files.py``), so re-running a run skips
@@ -94,6 +95,8 @@ ORACLE_ENTRY = "oracle"
 """The entry id recorded for the oracle control's advice (there is no bank entry behind it)."""
 SEED_RECORD = "bank_seed.json"
 """The run's record of what ``bank.seed_file`` put in the bank: the file, its SHA-256, the entries' ids."""
+BOOTSTRAP_RECORD = "bank_bootstrap.json"
+"""The run's record of ``bank.bootstrap``: the empty table's version, then what was written and its evidence."""
 
 
 def stage_seed(seed: int, round_index: int, stage: str) -> int:
@@ -172,6 +175,8 @@ class Run:
         ids are the bank's first, the same every time); a bank that holds entries is not seeded again."""
         from edge.bank.seeding import file_sha256, seed_bank
 
+        if self.params.bank.bootstrap != "none":
+            return self.bootstrap_bank()
         path = self.params.bank.seed_file
         if path is None or len(self.bank()):
             return
@@ -179,6 +184,29 @@ class Run:
                   before_insert=lambda added: write_json(self.folder / SEED_RECORD, {
                       "file": str(path), "sha256": file_sha256(path), "entries": added}))
         fault_point("bank:seeded")  # a kill before version -1 is recorded: the resumed run must not seed again
+
+    def bootstrap_bank(self) -> None:
+        """``bank.bootstrap: demonstrations``: write the new bank's first entries from the warm start's plain
+        demonstrations. The empty table's version is recorded first, so a crash midway restores it and
+        writes the same entries again (the demonstrations and the writer are deterministic)."""
+        from edge.bank.seeding import bootstrap_bank
+        from edge.warmup import demonstration_trajectories
+
+        bank, path = self.bank(), self.folder / BOOTSTRAP_RECORD
+        if path.exists():
+            bank.restore(read_json(path)["empty_version"])
+        else:
+            write_json(path, {"empty_version": bank.version()})
+        empty = read_json(path)["empty_version"]
+        trajectories = demonstration_trajectories(self.params.warmup.for_env(), self.params.seed)
+        step = bootstrap_bank(bank, trajectories, self.params.bank)
+        fault_point("bank:bootstrapped")  # a kill before version -1 is recorded: the resumed run writes them again
+        write_json(path, {"empty_version": empty, **step})
+
+    def bootstrap_evidence(self) -> dict | None:
+        """The evidence the bank's first entries were written from (``bank.bootstrap``), else None."""
+        path = self.folder / BOOTSTRAP_RECORD
+        return read_json(path).get("evidence") if self.params.bank.bootstrap != "none" and path.exists() else None
 
     def bank_versions(self) -> dict[int, int]:
         path = self.folder / "bank_versions.json"
@@ -251,6 +279,10 @@ class Run:
                                       params.bank.block_rule):
                 log.warning("environment %r: %s", cfg.env, line)
             seeded = Path(cfg.runs_dir) / run_folder_name(params) / SEED_RECORD
+            if params.bank.bootstrap != "none" and params.warmup.env != cfg.env:
+                raise ValueError(f"bank.bootstrap: {params.bank.bootstrap} writes the bank from warmup.env's "
+                                 f"demonstrations ({params.warmup.env!r}), not train.env's ({cfg.env!r}); set "
+                                 "warmup.env to the environment trained on, or bank.bootstrap: none")
             if params.bank.seed_file and not seeded.exists():  # a seeded run resumes without the file
                 from edge.bank.seeding import check_seed_file
 
@@ -474,7 +506,7 @@ def update_bank_stage(run: Run, k: int) -> Path | None:
     if k - 1 in versions and bank.version() != versions[k - 1]:
         bank.restore(versions[k - 1])
     trajectories = run.rollouts(k)
-    previous = run.read_json(k - 1, "evidence.json") if k > 0 else None
+    previous = run.read_json(k - 1, "evidence.json") if k > 0 else run.bootstrap_evidence()
     step = co_evolve(bank, trajectories, read_contributions(run, k), k, run.params.bank,
                      synthesize_new=k == 0 or run.settings.synthesize_after_first_round, prune=run.settings.prune,
                      evidence=previous)
@@ -779,7 +811,7 @@ def train(params: EdgeParams, on_round=None, progress=None, stages: dict | None 
     clock = WallClock(run.folder / "wall_time.json")
     try:
         if run.settings.stores_bank and -1 not in run.bank_versions():
-            run.bank()  # create the table, empty or with bank.seed_file's entries: version -1
+            run.bank()  # create the table, empty or with bank.seed_file's / bank.bootstrap's entries: version -1
             run.seed_bank()
             run.record_bank_version(-1)
         baseline_eval(run, progress)

@@ -36,10 +36,10 @@ from edge.envs.registry import agent_names, generate_tasks, knowledge, make_agen
 from edge.evaluate import evaluate, retention
 from edge.files import atomic_folder, seal_folder
 from edge.guidance import block_after, experience_block, has_oracle, true_advice
-from edge.policy.actor import Actor
+from edge.policy.actor import Actor, Decision
 from edge.policy.model import load_policy, save_policy
 from edge.policy.prompt import AgentState
-from edge.rollout import Experience
+from edge.rollout import Experience, StepRecord, Trajectory
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +99,9 @@ def other_placing(cfg: WarmupConfig, tasks: list[Task], seed: int) -> list[Task]
     return others
 
 
-def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
-                   follow_progress: bool = False) -> list[tuple[AgentState, str]]:
-    """The behaviour-cloning pairs: explorer, competent and advised episodes on ``seed``'s train tasks;
-    ``follow_progress``: the advised episodes' block as ``bank.block_follows_progress`` shows it."""
-    demo = demonstrators(cfg)
+def demonstration_plan(cfg: WarmupConfig, seed: int, demo: Demonstrators) -> list[tuple[str, Task, int]]:
+    """The warm start's episodes in the order it plays them: (kind, task, agent seed), the kind one of
+    ``explorer``, ``competent`` and ``advised`` (none without ``demo.advised``), on ``seed``'s train tasks."""
     advised_episodes = cfg.advised_episodes if demo.advised else 0
     total = cfg.explore_episodes + cfg.noisy_expert_episodes + advised_episodes
     order = list(range(total))
@@ -114,20 +112,71 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
     if cfg.advised_env:  # the same tasks with their objects placed by the advised environment's world
         others = other_placing(cfg, generated, seed)
         advised_tasks = [others[j] for j in order]
-    pairs: list[tuple[AgentState, str]] = []
+    plan = []
     for i, task in enumerate(tasks):
         agent_seed = rng.randrange(2**31)
         if i < cfg.explore_episodes:
+            plan.append(("explorer", task, agent_seed))
+        elif i < cfg.explore_episodes + cfg.noisy_expert_episodes:
+            plan.append(("competent", task, agent_seed))
+        else:
+            plan.append(("advised", advised_tasks[i] if cfg.advised_env else task, agent_seed))
+    return plan
+
+
+def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
+                   follow_progress: bool = False) -> list[tuple[AgentState, str]]:
+    """The behaviour-cloning pairs: explorer, competent and advised episodes on ``seed``'s train tasks;
+    ``follow_progress``: the advised episodes' block as ``bank.block_follows_progress`` shows it."""
+    demo = demonstrators(cfg)
+    pairs: list[tuple[AgentState, str]] = []
+    for kind, task, agent_seed in demonstration_plan(cfg, seed, demo):
+        if kind == "explorer":
             pairs += record_demo(task, demo.explorer(task, agent_seed), None, history_steps,
                                  demo.keep_explorer_failures)
-        elif i < cfg.explore_episodes + cfg.noisy_expert_episodes:
+        elif kind == "competent":
             pairs += record_demo(task, demo.competent(task, agent_seed), None, history_steps)
         else:
-            task = advised_tasks[i] if cfg.advised_env else task
             advice = experience_block(true_advice(task))
             pairs += record_demo(task, demo.advised(task, agent_seed), advice, history_steps,
                                  follow_progress=follow_progress)
     return pairs
+
+
+def play_trajectory(task: Task, agent, traj_id: str) -> Trajectory:
+    """One episode of a scripted agent recorded as a plain rollout is (what the bank's evidence reads:
+    observations, actions, the outcome), won or lost."""
+    env = make_env(task.env)
+    first = env.reset(task)
+    agent.reset(task, first)
+    trajectory = Trajectory(traj_id, task, group_id=traj_id, member=0, conditioned=False, experience=None)
+    observation, admissible = first.observation, first.admissible_actions
+    while True:
+        action = agent.act(observation, admissible)
+        chosen = admissible.index(action) if action in admissible else -1
+        trajectory.steps.append(StepRecord(observation, admissible, Decision(action, [], None, chosen, None, [])))
+        out = env.step(action)
+        trajectory.invalid_actions += out.info.invalid_action
+        if out.done:
+            trajectory.won, trajectory.score = out.info.won, out.info.score
+            trajectory.reward = trajectory.score
+            return trajectory
+        observation, admissible = out.observation, out.info.admissible_actions
+
+
+def demonstration_trajectories(cfg: WarmupConfig, seed: int) -> list[Trajectory]:
+    """The warm start's plain demonstrations (its explorer's and competent agent's episodes, the same tasks
+    and agent seeds as ``demonstrations``), won or lost, as trajectories: what ``bank.bootstrap:
+    demonstrations`` writes a run's first entries from. The advised episodes are left out: they follow the
+    oracle's advice, and a learned bank must not be written from it."""
+    demo = demonstrators(cfg)
+    out = []
+    for i, (kind, task, agent_seed) in enumerate(demonstration_plan(cfg, seed, demo)):
+        if kind == "explorer":
+            out.append(play_trajectory(task, demo.explorer(task, agent_seed), f"demo-{i}"))
+        elif kind == "competent":
+            out.append(play_trajectory(task, demo.competent(task, agent_seed), f"demo-{i}"))
+    return out
 
 
 def behaviour_clone(actor: Actor, pairs: list[tuple[AgentState, str]], cfg: WarmupConfig,

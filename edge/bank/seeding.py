@@ -1,8 +1,12 @@
-"""Entries a run's bank starts with (``bank.seed_file``), before round 0 collects anything.
+"""Entries a run's bank starts with (``bank.seed_file`` or ``bank.bootstrap``), before round 0 collects anything.
 
-Two uses: start from knowledge someone already has (a curated list, or the bank another run ended
-with), and audit the co-evolution by planting an entry known to be false and watching what the
-credit, revision and pruning rules do with it (``benchmarks/planted_entries.py``).
+``bank.bootstrap: demonstrations`` writes them the way a round writes guidance (``add_guidance``), from the
+warm start's own plain demonstrations instead of a round's rollouts (``bootstrap_bank``): no episode is
+added to any method's budget, and the evidence read off them is where round 0's accumulated evidence
+starts. The rest of this module is about ``bank.seed_file``, which has two uses: start from knowledge
+someone already has (a curated list, or the bank another run ended with), and audit the co-evolution by
+planting an entry known to be false and watching what the credit, revision and pruning rules do with
+it (``benchmarks/planted_entries.py``).
 
 The file is either JSON Lines, one entry per line with the fields a stored entry is made of::
 
@@ -25,10 +29,14 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edge.bank.entry import BankEntry
 from edge.bank.sanitize import refusal_reason, sanitize_guidance
 from edge.guidance import KINDS
+
+if TYPE_CHECKING:
+    from edge.rollout import Trajectory
 
 SEED_FIELDS = ("text", "kind", "task_type", "signature", "key")
 """What a JSON Lines seed entry must give (``BankEntry``'s fields of the same names)."""
@@ -145,3 +153,21 @@ def seed_bank(bank, path: Path, max_chars: int = 300,
         before_insert(added)
     bank.add(entries)
     return added
+
+
+def bootstrap_bank(bank, trajectories: list[Trajectory], cfg) -> dict:
+    """Write an empty ``bank``'s first entries from ``trajectories`` (``bank.bootstrap``: the warm start's
+    demonstrations) as round 0's co-evolution writes guidance, under ``cfg`` (``BankConfig``): failures
+    no entry covers, and with ``bank.subjects`` the subjects and task types the evidence knows enough
+    about. Returns what was added and merged, and the evidence it was written from (round 0 adds its
+    own to it under ``bank.evidence: accumulated``). A bank that already holds entries is a ValueError."""
+    from edge.bank.coevolve import add_guidance
+    from edge.bank.synthesis import round_evidence
+
+    if len(bank):
+        raise ValueError("bootstrap_bank: the bank already holds entries; a bank is bootstrapped once, when it is "
+                         "created")
+    evidence = round_evidence(trajectories, {} if cfg.evidence == "accumulated" else None, counting=cfg.sightings)
+    added, merged, _, counts = add_guidance(bank, trajectories, 0, cfg, evidence)
+    return {"episodes": len(trajectories), "won": sum(t.won for t in trajectories), "added": added,
+            "merged": merged, "synthesis": counts, "evidence": evidence}

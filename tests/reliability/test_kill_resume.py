@@ -81,3 +81,25 @@ def test_a_seeded_run_killed_while_seeding_resumes_to_the_uninterrupted_result(t
     assert sum(e[5][0].startswith("seed:") for e in bank) == 3  # (id, text, status, uses, utility, provenance)
     planted = json.loads((runs / "killed" / "bank_seed.json").read_text())["entries"]
     assert [e["id"] for e in planted] == ["g000001", "g000002", "g000003"]
+
+
+def test_a_bootstrapped_run_killed_while_writing_its_first_entries_resumes_to_the_uninterrupted_result(tmp_path):
+    """``bank.bootstrap``: killed inside the record of the empty table's version, after the first entries went
+    in but before the record was completed, and inside the completing write: the bank holds the same
+    entries, written once, as an uninterrupted run's."""
+    runs = tmp_path / "runs"
+    bootstrapped = ("--set", "bank.bootstrap=demonstrations", "--set", "bank.grain=knowledge",
+                    "--set", "bank.subjects=seen-and-type-steps", "--set", "bank.evidence=accumulated",
+                    "--set", "warmup.explore_episodes=12", "--set", "warmup.noisy_expert_episodes=8")
+    reference = train_in_subprocess(runs, "reference", rounds=1, extra=bootstrapped)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    # The third process finds the empty table's record, so its one write of the record is the completing one.
+    for point in ("write:bank_bootstrap.json", "bank:bootstrapped", "write:bank_bootstrap.json"):
+        killed = train_in_subprocess(runs, "killed", fault=point, rounds=1, extra=bootstrapped)
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
+                                                     f"{killed.stderr[-1500:]}"
+    final = train_in_subprocess(runs, "killed", rounds=1, extra=bootstrapped)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert outcome(runs / "killed", rounds=1) == outcome(runs / "reference", rounds=1)
+    written = json.loads((runs / "killed" / "bank_bootstrap.json").read_text())
+    assert written == json.loads((runs / "reference" / "bank_bootstrap.json").read_text()) and written["added"]
