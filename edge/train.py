@@ -170,13 +170,14 @@ class Run:
         return self._bank
 
     def seed_bank(self) -> None:
-        """Write ``bank.seed_file``'s entries into the new, empty bank, once. What goes in is recorded in
-        ``bank_seed.json`` before the insert, so a crash before or after it resumes to the same bank (the
-        ids are the bank's first, the same every time); a bank that holds entries is not seeded again."""
-        from edge.bank.seeding import file_sha256, seed_bank
-
+        """Write ``bank.seed_file``'s entries into the new, empty bank, once (``bank.bootstrap``:
+        ``bootstrap_bank`` instead). What goes in is recorded in ``bank_seed.json`` before the insert, so a
+        crash before or after it resumes to the same bank (the ids are the bank's first, the same every
+        time); a bank that holds entries is not seeded again."""
         if self.params.bank.bootstrap != "none":
             return self.bootstrap_bank()
+        from edge.bank.seeding import file_sha256, seed_bank
+
         path = self.params.bank.seed_file
         if path is None or len(self.bank()):
             return
