@@ -62,21 +62,27 @@ def test_a_run_killed_at_every_point_resumes_to_the_uninterrupted_result(tmp_pat
     assert wall["invocations"] == len(CHAIN) + 1 - 2
 
 
+def kill_at_each_then_finish(runs, points: tuple[str, ...], extra: tuple[str, ...]) -> None:
+    """A one-round reference run, then one run killed at each of ``points`` in turn and resumed to its end:
+    it ends exactly as the reference."""
+    reference = train_in_subprocess(runs, "reference", rounds=1, extra=extra)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    for point in points:
+        killed = train_in_subprocess(runs, "killed", fault=point, rounds=1, extra=extra)
+        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
+                                                     f"{killed.stderr[-1500:]}"
+    final = train_in_subprocess(runs, "killed", rounds=1, extra=extra)
+    assert final.returncode == 0, final.stderr[-2000:]
+    assert outcome(runs / "killed", rounds=1) == outcome(runs / "reference", rounds=1)
+
+
 def test_a_seeded_run_killed_while_seeding_resumes_to_the_uninterrupted_result(tmp_path):
     """``bank.seed_file``: killed inside the seed record's write (nothing in the bank yet) and again after the
     planted entries went in but before the bank's version was recorded: seeded once, as an uninterrupted run."""
     runs = tmp_path / "runs"
     seeded = ("--set", f"bank.seed_file={ROOT / 'data' / 'seeds' / 'household_false_steps.jsonl'}",
               "--set", "bank.grain=knowledge", "--set", "bank.subjects=seen-and-type-steps")
-    reference = train_in_subprocess(runs, "reference", rounds=1, extra=seeded)
-    assert reference.returncode == 0, reference.stderr[-2000:]
-    for point in ("write:bank_seed.json", "bank:seeded"):
-        killed = train_in_subprocess(runs, "killed", fault=point, rounds=1, extra=seeded)
-        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
-                                                     f"{killed.stderr[-1500:]}"
-    final = train_in_subprocess(runs, "killed", rounds=1, extra=seeded)
-    assert final.returncode == 0, final.stderr[-2000:]
-    assert outcome(runs / "killed", rounds=1) == outcome(runs / "reference", rounds=1)
+    kill_at_each_then_finish(runs, ("write:bank_seed.json", "bank:seeded"), seeded)
     bank = outcome(runs / "killed", rounds=1)[0]["bank"]
     assert sum(e[5][0].startswith("seed:") for e in bank) == 3  # (id, text, status, uses, utility, provenance)
     planted = json.loads((runs / "killed" / "bank_seed.json").read_text())["entries"]
@@ -91,15 +97,8 @@ def test_a_bootstrapped_run_killed_while_writing_its_first_entries_resumes_to_th
     bootstrapped = ("--set", "bank.bootstrap=demonstrations", "--set", "bank.grain=knowledge",
                     "--set", "bank.subjects=seen-and-type-steps", "--set", "bank.evidence=accumulated",
                     "--set", "warmup.explore_episodes=12", "--set", "warmup.noisy_expert_episodes=8")
-    reference = train_in_subprocess(runs, "reference", rounds=1, extra=bootstrapped)
-    assert reference.returncode == 0, reference.stderr[-2000:]
     # The third process finds the empty table's record, so its one write of the record is the completing one.
-    for point in ("write:bank_bootstrap.json", "bank:bootstrapped", "write:bank_bootstrap.json"):
-        killed = train_in_subprocess(runs, "killed", fault=point, rounds=1, extra=bootstrapped)
-        assert killed.returncode == -signal.SIGKILL, f"{point}: not reached (exit {killed.returncode}) " \
-                                                     f"{killed.stderr[-1500:]}"
-    final = train_in_subprocess(runs, "killed", rounds=1, extra=bootstrapped)
-    assert final.returncode == 0, final.stderr[-2000:]
-    assert outcome(runs / "killed", rounds=1) == outcome(runs / "reference", rounds=1)
+    kill_at_each_then_finish(runs, ("write:bank_bootstrap.json", "bank:bootstrapped", "write:bank_bootstrap.json"),
+                             bootstrapped)
     written = json.loads((runs / "killed" / "bank_bootstrap.json").read_text())
     assert written == json.loads((runs / "reference" / "bank_bootstrap.json").read_text()) and written["added"]
