@@ -616,9 +616,16 @@ def refuse_other_machine(rows: dict, names: list[str], machine: str, table: Path
 def against_label(other: str, tag: str | None, machine: str, rows: dict) -> str:
     """The name ``other``'s runs have in the table ``rows``: its runs in this checkout are this machine's, so
     where the table's row ``other`` was measured on another machine they are ``other@TAG`` (o45@xeon against
-    o17@xeon, not against the AMD machine's o17)."""
+    o17@xeon, not against the AMD machine's o17), and for an untagged row the row ``other@…`` measured here."""
     recorded_on = rows.get(other, {}).get("machine")
-    return key(other, 1.0, tag) if tag and recorded_on not in (None, machine) else other
+    if recorded_on in (None, machine):
+        return other
+    if tag:
+        return key(other, 1.0, tag)
+    # A new row (no --tag) against a control made again here: the control's row of this machine (o46 against
+    # o45@xeon); with none, the table's name.
+    return next((name for name, row in rows.items() if name.startswith(f"{other}@") and row.get("machine") == machine),
+                other)
 
 
 def main() -> None:

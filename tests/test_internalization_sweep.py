@@ -106,7 +106,9 @@ def test_a_tagged_row_is_compared_under_the_name_its_controls_runs_have_on_this_
     # o17's runs in this checkout are the Xeon's, so its table name is o17@xeon; o31's row is the Xeon's own.
     assert sweep.against_label("o17", "xeon", "Intel Xeon", table) == "o17@xeon"
     assert sweep.against_label("o31", "xeon", "Intel Xeon", table) == "o31"
-    assert sweep.against_label("o17", None, "Intel Xeon", table) == "o17"  # untagged: the table's names
+    assert sweep.against_label("o17", None, "Intel Xeon", table) == "o17"  # untagged, no Xeon row: the table's
+    # A new row made here (untagged) against o17 names the row of o17 made again on this machine.
+    assert sweep.against_label("o17", None, "Intel Xeon", table | {"o17@xeon": {"machine": "Intel Xeon"}}) == "o17@xeon"
     assert sweep.against_label("o44", "xeon", "Intel Xeon", table) == "o44"  # no row yet
 
 
