@@ -14,6 +14,10 @@ An environment without demonstrators of its own is demonstrated by its scripted 
 (or ``explore``) explores, ``expert`` is the competent agent, and the expert plays the advised
 episodes too when the environment has an oracle (else there are none, and the warm start says so).
 
+The explorer's and competent agent's episodes can be played again as trajectories
+(``demonstration_trajectories``), from which ``bank.bootstrap: demonstrations`` writes a run's first bank
+entries: the same data every method's warm start was cloned from, not the oracle's advised episodes.
+
 The loss is either the policy's own, ``-log pi(a|s)`` normalised over the admissible candidates
 (``objective: candidates``), or plain supervised fine-tuning on the action's tokens (``sft``), which
 raises the same score without packing the other candidates and so costs fewer tokens per state.
