@@ -83,6 +83,10 @@ def e26_without(*fields: str) -> list[str]:
     return [o for o in E26 if o.split("=")[0] not in fields]
 
 
+E48 = [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O45]
+"""Row e48's overrides: o45's update on e22's bank options, which e49 starts from the demonstrations."""
+
+
 # name: (what it asks, overrides on top of params.yaml). o0 is the default (the spec's choices); the
 # o… configurations are the oracle control, the e… ones EDGE with its own bank, the m… ones the oracle control
 # with false advice.
@@ -412,15 +416,13 @@ CONFIGS = {
             "advantages against the group's mean) with the conditioned members' PG in both contexts, the teacher "
             "anchored, three rounds' states replayed and weighed as PG states. Beside o45 it says how much of the "
             "oracle's gain the learned bank recovers under the same update (issue 16 asks 70%)",
-            [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O17, "distill.normalize=pg",
-             "distill.replay_rounds=3"]),
+            E48),
     "e49": ("e48 with the bank's first entries written from the warm start's plain demonstrations "
             "(bank.bootstrap = demonstrations): the learned bank shows nothing in round 0, where the scaffold does "
             "most of its work (o27 handed off after round 1 kept o26's lead), and writes from one round's evidence "
             "in round 1. The demonstrations every method's warm start was cloned from write where each object kind "
             "lies and each type's step before round 0 collects; no episode is added",
-            [*e26_without("bank.condition_when", "bank.advantage_baseline"), *O17, "distill.normalize=pg",
-             "distill.replay_rounds=3", "bank.bootstrap=demonstrations"]),
+            [*E48, "bank.bootstrap=demonstrations"]),
     "e50": ("e26 with the bank's first entries written from the warm start's plain demonstrations "
             "(bank.bootstrap = demonstrations): e49's start on the learned bank's best ten-seed row",
             [*E26, "bank.bootstrap=demonstrations"]),

@@ -195,10 +195,11 @@ class Run:
 
         bank, path = self.bank(), self.folder / BOOTSTRAP_RECORD
         if path.exists():
-            bank.restore(read_json(path)["empty_version"])
+            empty = read_json(path)["empty_version"]
+            bank.restore(empty)
         else:
-            write_json(path, {"empty_version": bank.version()})
-        empty = read_json(path)["empty_version"]
+            empty = bank.version()
+            write_json(path, {"empty_version": empty})
         trajectories = demonstration_trajectories(self.params.warmup.for_env(), self.params.seed)
         step = bootstrap_bank(bank, trajectories, self.params.bank)
         fault_point("bank:bootstrapped")  # a kill before version -1 is recorded: the resumed run writes them again

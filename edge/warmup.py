@@ -48,26 +48,42 @@ from edge.rollout import Experience, StepRecord, Trajectory
 log = logging.getLogger(__name__)
 
 
+def play_trajectory(task: Task, agent, traj_id: str) -> Trajectory:
+    """One episode of a scripted agent, recorded as a plain rollout (what the bank's evidence reads:
+    observations, actions, the outcome), won or lost."""
+    env = make_env(task.env)
+    first = env.reset(task)
+    agent.reset(task, first)
+    trajectory = Trajectory(traj_id, task, group_id=traj_id, member=0, conditioned=False, experience=None)
+    observation, admissible = first.observation, first.admissible_actions
+    while True:
+        action = agent.act(observation, admissible)
+        chosen = admissible.index(action) if action in admissible else -1
+        trajectory.steps.append(StepRecord(observation, admissible, Decision(action, [], None, chosen, None, [])))
+        out = env.step(action)
+        trajectory.invalid_actions += out.info.invalid_action
+        if out.done:
+            trajectory.won, trajectory.score = out.info.won, out.info.score
+            trajectory.reward = trajectory.score
+            return trajectory
+        observation, admissible = out.observation, out.info.admissible_actions
+
+
 def record_demo(task: Task, agent, advice: str | None, history_steps: int,
                 keep_failures: bool = False, follow_progress: bool = False) -> list[tuple[AgentState, str]]:
     """Play one episode with a scripted agent; return (state, action) pairs as the policy sees them
     (none for a lost episode unless ``keep_failures``). ``follow_progress``: the advice as
     ``bank.block_follows_progress`` shows a block, without the stages done so far."""
-    env = make_env(task.env)
-    first = env.reset(task)
-    agent.reset(task, first)
-    state = AgentState(task.instruction, first.observation, first.admissible_actions, [], advice)
-    pairs, actions = [], []
-    while True:
-        action = agent.act(state.observation, state.admissible)
-        pairs.append((state, action))
-        actions.append(action)
-        out = env.step(action)
-        if out.done:
-            return pairs if out.info.won or keep_failures else []
-        history = (state.history + [(action, out.observation)])[-history_steps:] if history_steps else []
-        shown = block_after(advice, task, actions) if advice and follow_progress else advice
-        state = AgentState(task.instruction, out.observation, out.info.admissible_actions, history, shown)
+    played = play_trajectory(task, agent, task.task_id)
+    if not (played.won or keep_failures):
+        return []
+    actions = [step.decision.action for step in played.steps]
+    pairs = []
+    for i, step in enumerate(played.steps):
+        history = played.history_before(i)[-history_steps:] if history_steps else []
+        shown = block_after(advice, task, actions[:i]) if advice and follow_progress and i else advice
+        pairs.append((AgentState(task.instruction, step.observation, step.admissible, history, shown), actions[i]))
+    return pairs
 
 
 def demonstrators(cfg: WarmupConfig) -> Demonstrators:
@@ -147,40 +163,15 @@ def demonstrations(cfg: WarmupConfig, history_steps: int, seed: int,
     return pairs
 
 
-def play_trajectory(task: Task, agent, traj_id: str) -> Trajectory:
-    """One episode of a scripted agent recorded as a plain rollout is (what the bank's evidence reads:
-    observations, actions, the outcome), won or lost."""
-    env = make_env(task.env)
-    first = env.reset(task)
-    agent.reset(task, first)
-    trajectory = Trajectory(traj_id, task, group_id=traj_id, member=0, conditioned=False, experience=None)
-    observation, admissible = first.observation, first.admissible_actions
-    while True:
-        action = agent.act(observation, admissible)
-        chosen = admissible.index(action) if action in admissible else -1
-        trajectory.steps.append(StepRecord(observation, admissible, Decision(action, [], None, chosen, None, [])))
-        out = env.step(action)
-        trajectory.invalid_actions += out.info.invalid_action
-        if out.done:
-            trajectory.won, trajectory.score = out.info.won, out.info.score
-            trajectory.reward = trajectory.score
-            return trajectory
-        observation, admissible = out.observation, out.info.admissible_actions
-
-
 def demonstration_trajectories(cfg: WarmupConfig, seed: int) -> list[Trajectory]:
     """The warm start's plain demonstrations (its explorer's and competent agent's episodes, the same tasks
     and agent seeds as ``demonstrations``), won or lost, as trajectories: what ``bank.bootstrap:
     demonstrations`` writes a run's first entries from. The advised episodes are left out: they follow the
     oracle's advice, and a learned bank must not be written from it."""
     demo = demonstrators(cfg)
-    out = []
-    for i, (kind, task, agent_seed) in enumerate(demonstration_plan(cfg, seed, demo)):
-        if kind == "explorer":
-            out.append(play_trajectory(task, demo.explorer(task, agent_seed), f"demo-{i}"))
-        elif kind == "competent":
-            out.append(play_trajectory(task, demo.competent(task, agent_seed), f"demo-{i}"))
-    return out
+    plain = {"explorer": demo.explorer, "competent": demo.competent}
+    return [play_trajectory(task, plain[kind](task, agent_seed), f"demo-{i}")
+            for i, (kind, task, agent_seed) in enumerate(demonstration_plan(cfg, seed, demo)) if kind in plain]
 
 
 def behaviour_clone(actor: Actor, pairs: list[tuple[AgentState, str]], cfg: WarmupConfig,
