@@ -419,9 +419,9 @@ CONFIGS = {
             E48),
     "e49": ("e48 with the bank's first entries written from the warm start's plain demonstrations "
             "(bank.bootstrap = demonstrations): the learned bank shows nothing in round 0, where the scaffold does "
-            "most of its work (o27 handed off after round 1 kept o26's lead), and writes from one round's evidence "
-            "in round 1. The demonstrations every method's warm start was cloned from write where each object kind "
-            "lies and each type's step before round 0 collects; no episode is added",
+            "most of its work (o27, handed off after round 1, gained about as much as o26 after round 3), and "
+            "writes from one round's evidence in round 1. The demonstrations every method's warm start was cloned "
+            "from write where each object kind lies and each type's step before round 0 collects; no episode is added",
             [*E48, "bank.bootstrap=demonstrations"]),
     "e50": ("e26 with the bank's first entries written from the warm start's plain demonstrations "
             "(bank.bootstrap = demonstrations): e49's start on the learned bank's best ten-seed row",

@@ -445,7 +445,7 @@ class BankConfig(_Section):
     seed, played again; ``edge/bank/seeding.py``), and round 0's accumulated evidence starts from what they
     showed. The advised demonstrations, which follow the oracle's advice, are left out. No episode is added:
     every method's warm start was cloned from the same demonstrations. Why: the scaffold does its work in the
-    first rounds (handoff.md: the oracle control handed off after round 1 keeps as much as after round 3), and
+    first rounds (handoff.md: the oracle control handed off after round 1 gains about as much as after round 3), and
     an empty bank shows nothing in round 0. ``none`` (default): the bank starts empty, as the spec's.
     Measured (session 45, five seeds on an Intel Xeon, internalization.md): on o45's update with e22's bank
     options (row e49) +7.75 [-0.4, 15.9] over GRPO, 73% of the oracle control's gain on the same seeds, +2.5
