@@ -61,6 +61,25 @@ def test_targets_met_when_the_figures_clear_them(tmp_path, monkeypatch):
         assert all(r["met"].values()), r["met"]
     assert "issue 14: with the advice ≥ 52.0%" in result["test_seen"]["met"]
     assert "issue 14: with the advice ≥ 52.0%" not in result["test_unseen"]["met"]
+    assert "oracle_all_seeds" not in result["test_seen"]  # the rows have the same seeds
+
+
+def test_an_oracle_row_with_more_seeds_is_read_on_the_shared_ones_and_also_whole(tmp_path, monkeypatch):
+    edge = [g + 0.05 for g in GRPO]
+    oracle = [g + 0.10 for g in GRPO]
+    write_tables(tmp_path, edge, edge, oracle, oracle)
+    table = json.loads((tmp_path / "internalization.json").read_text())
+    table["oX"]["seeds"].append(5)  # a sixth seed, 20 points ahead, only in the oracle's row
+    for field, value in (("plain", 0.70), ("with_advice", 0.70), ("retention", 1.0), ("grpo", 0.50)):
+        table["oX"][field]["5"] = value
+    (tmp_path / "internalization.json").write_text(json.dumps(table))
+    monkeypatch.setattr(issue_targets, "RESULTS", tmp_path)
+    (e, o), = issue_targets.tables("eX", "oX", ["test_seen"]).values()
+    r = issue_targets.split_targets(e, o, "test_seen")
+    assert r["seeds"] == SEEDS
+    assert r["oracle"]["minus_grpo"]["mean"] == pytest.approx(0.10)
+    assert r["oracle_all_seeds"]["seeds"] == [*SEEDS, 5]
+    assert r["oracle_all_seeds"]["minus_grpo"]["mean"] == pytest.approx((5 * 0.10 + 0.20) / 6)
 
 
 def test_targets_not_met_say_which(tmp_path, monkeypatch):
