@@ -594,7 +594,7 @@ class DistillConfig(_Section):
     -1.5 [-7.4, 4.4]; the update stage takes 2.5 times as long. Session 43 (the same machine), on o17,
     whose scaffold stays on: with ``pg`` (o45, eight seeds) +2.6 [-0.7, 5.9] plain against o17, +9.97
     [6.8, 13.2] over GRPO, retention 92.6%; with ``separate`` (o44, five seeds) +0.4 [-5.7, 6.6] against o43.
-    Session 44 (an Intel Xeon): o45 +7.8 [3.2, 12.5] over GRPO over ten seeds (its first five +10.55), and
+    Session 44 (an Intel Xeon): o45 +7.8 [3.1, 12.5] over GRPO over ten seeds (its first five +10.55), and
     +2.15 [0.5, 3.8] against o17 over five, every seed ahead; on the learned bank with ``pg`` (e47) -6.6
     against e26 on three seeds. The oracle control gains and the learned bank loses, and ``distill`` serves
     both, so 0 (the spec): this round's states only."""
