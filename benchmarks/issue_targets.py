@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from statistics import fmean
 
-from edge.benchmarking.learning import paired_difference
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sweep's results folder and its split
+import internalization_sweep as sweep  # noqa: E402
 
-RESULTS = Path("benchmarks/results")
+from edge.benchmarking.learning import paired_difference  # noqa: E402
+
+RESULTS = sweep.OUT
 EDGE_GAIN, EDGE_SHARE, EDGE_RETENTION = 0.08, 0.70, 0.96
 """Issue 16: plain − GRPO, the share of the oracle control's gain, retention."""
 ORACLE_GAIN, ORACLE_RETENTION, ORACLE_WITH_ADVICE = 0.10, 0.90, 0.52
@@ -87,7 +91,7 @@ def split_targets(edge: dict[int, dict], oracle: dict[int, dict], split: str) ->
             "issue 14: retention ≥ 90%": oracle_retention >= ORACLE_RETENTION,
         }.items()},
     }
-    if split == "test_seen":
+    if split == sweep.SPLIT:
         out["met"]["issue 14: with the advice ≥ 52.0%"] = bool(oracle_with >= ORACLE_WITH_ADVICE)
     if len(oracle) > len(seeds):  # the oracle row's own, longer read beside the shared seeds' (issue 14 asks five)
         own = sorted(oracle)
@@ -98,10 +102,11 @@ def split_targets(edge: dict[int, dict], oracle: dict[int, dict], split: str) ->
 
 
 def tables(edge: str, oracle: str, splits: list[str]) -> dict[str, tuple[dict, dict]]:
-    """Split -> (EDGE's rows by seed, the oracle's), for every split whose table has both rows."""
+    """Split -> (EDGE's rows by seed, the oracle's) from each split's table: the sweep's own for its split, the
+    split table otherwise; a missing table or row stops with its path named."""
     out = {}
     for split in splits:
-        path = RESULTS / ("internalization.json" if split == "test_seen" else f"split_{split}.json")
+        path = RESULTS / ("internalization.json" if split == sweep.SPLIT else f"split_{split}.json")
         if not path.exists():
             raise SystemExit(f"{path}: not found (benchmarks/split_table.py --split {split} writes it)")
         table = json.loads(path.read_text())
@@ -147,7 +152,7 @@ def main() -> None:
     parser.add_argument("--oracle", required=True, help="an oracle-control row measured beside it (o45@xeon)")
     parser.add_argument("--split", action="append", help="splits (default test_seen and test_unseen)")
     args = parser.parse_args()
-    splits = args.split or ["test_seen", "test_unseen"]
+    splits = args.split or [sweep.SPLIT, "test_unseen"]
     result = {split: split_targets(e, o, split) for split, (e, o) in tables(args.edge, args.oracle, splits).items()}
     stem = RESULTS / f"issue_targets_{args.edge.replace('@', '_')}"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
